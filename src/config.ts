@@ -1,0 +1,126 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Configuration, parsed once from the environment (SPEC §10 plus DATA_DIR and a few operational
+ * knobs). Nothing else in the code reads process.env: modules receive the parts they need.
+ */
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().min(1);
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
+
+const envSchema = z.object({
+  DB_API_PORT: port.default(8080),
+  METRICS_API_PORT: port.default(8081),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  REDIS_URL: z.string().min(1).default('redis://localhost:6379'),
+  WORKER_CONCURRENCY: positiveInt.default(1),
+  INGEST_BATCH_SIZE: positiveInt.max(10_000).default(1000),
+  INGEST_BATCH_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(20),
+  CLICKHOUSE_URL: optionalString,
+  CLICKHOUSE_DATABASE: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a plain identifier')
+    .default('vulndb'),
+  CLICKHOUSE_USER: z.string().default('default'),
+  CLICKHOUSE_PASSWORD: z.string().default(''),
+  DATA_DIR: z.string().min(1).default('./data'),
+  PAGE_SIZE_DEFAULT: positiveInt.default(20),
+  PAGE_SIZE_MAX: positiveInt.default(100),
+  MAX_EVENT_AGE_DAYS: z.coerce.number().int().min(0).default(0),
+  MAX_REPORT_BYTES: positiveInt.default(10 * 1024 * 1024),
+  JWT_SECRET: optionalString,
+  JWT_PUBLIC_KEY: optionalString,
+  JWT_ISSUER: optionalString,
+  JWT_AUDIENCE: optionalString,
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+});
+
+export type Env = z.infer<typeof envSchema>;
+
+export interface StoreConfig {
+  /** Server URL; undefined selects the embedded engine. */
+  url: string | undefined;
+  database: string;
+  user: string;
+  password: string;
+  /** Folder of the embedded engine's data (one process owns it). */
+  embeddedPath: string;
+}
+
+export interface Config {
+  host: string;
+  dbApiPort: number;
+  metricsApiPort: number;
+  redisUrl: string;
+  /** Prefix of every Redis key the service writes (queues, locks, cache). */
+  redisPrefix: string;
+  store: StoreConfig;
+  dataDir: string;
+  ingest: {
+    concurrency: number;
+    batchSize: number;
+    batchWaitMs: number;
+    maxEventAgeDays: number;
+  };
+  pageSizeDefault: number;
+  pageSizeMax: number;
+  maxReportBytes: number;
+  jwt: {
+    secret: string | undefined;
+    publicKey: string | undefined;
+    issuer: string | undefined;
+    audience: string | undefined;
+  };
+  logLevel: Env['LOG_LEVEL'];
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  }
+  const e = parsed.data;
+  if (e.PAGE_SIZE_DEFAULT > e.PAGE_SIZE_MAX) {
+    throw new ConfigError('invalid configuration: PAGE_SIZE_DEFAULT must not exceed PAGE_SIZE_MAX');
+  }
+  const dataDir = path.resolve(e.DATA_DIR);
+  return {
+    host: e.HOST,
+    dbApiPort: e.DB_API_PORT,
+    metricsApiPort: e.METRICS_API_PORT,
+    redisUrl: e.REDIS_URL,
+    redisPrefix: 'bull',
+    store: {
+      url: e.CLICKHOUSE_URL,
+      database: e.CLICKHOUSE_DATABASE,
+      user: e.CLICKHOUSE_USER,
+      password: e.CLICKHOUSE_PASSWORD,
+      embeddedPath: path.join(dataDir, 'clickhouse'),
+    },
+    dataDir,
+    ingest: {
+      concurrency: e.WORKER_CONCURRENCY,
+      batchSize: e.INGEST_BATCH_SIZE,
+      batchWaitMs: e.INGEST_BATCH_WAIT_MS,
+      maxEventAgeDays: e.MAX_EVENT_AGE_DAYS,
+    },
+    pageSizeDefault: e.PAGE_SIZE_DEFAULT,
+    pageSizeMax: e.PAGE_SIZE_MAX,
+    maxReportBytes: e.MAX_REPORT_BYTES,
+    jwt: {
+      secret: e.JWT_SECRET,
+      publicKey: e.JWT_PUBLIC_KEY,
+      issuer: e.JWT_ISSUER,
+      audience: e.JWT_AUDIENCE,
+    },
+    logLevel: e.LOG_LEVEL,
+  };
+}

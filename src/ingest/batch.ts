@@ -1,0 +1,321 @@
+import { eventId } from '../domain/ids.js';
+import { nowSeconds } from '../domain/time.js';
+import type { Store } from '../storage/gateway.js';
+import { latestEventOf, nextFindingRow, type FindingRow, type FindingState } from './finding-state.js';
+import { compareRank, type DetectionRank, type IssueClaim, type NormalizedReport } from './normalize.js';
+import { extendFamily, isOpen, walkFamily, type FamilySource, type Period } from './periods.js';
+import * as q from './queries.js';
+
+/**
+ * Applies a batch of validated FINISHED reports (SPEC §3.4–§3.6): drops duplicates, loads the
+ * state the batch can change in a few queries, derives the new finding states in memory and
+ * writes each table once.
+ *
+ * A (target, family) pair whose new reports all come after its latest committed source extends
+ * each finding's family periods at their end ("fast path"); any other pair — an out-of-order
+ * report, equal times, or a batch retrying half-written work — rebuilds that family's periods
+ * from its full stored history. Both give the same result (test/ingest-order.property.test.ts).
+ *
+ * Writes go targets → issues → events → findings → sources. A source row marks its report as
+ * ingested, so a crash before the last write leaves the report to be processed again; the retry
+ * (recovery mode) rebuilds every pair from history and skips events already written.
+ */
+
+export type WriteStep = 'targets' | 'issues' | 'events' | 'findings' | 'sources';
+
+export interface BatchOptions {
+  /** Some report of the batch may have been half applied by an earlier attempt. */
+  recovery?: boolean;
+  now?: number;
+  /** Test hook: simulate a crash right after this step's write. */
+  crashAfter?: WriteStep;
+}
+
+export type ReportOutcome = 'ingested' | 'duplicate';
+
+export interface BatchResult {
+  outcomes: ReportOutcome[];
+  counts: { reports: number; events: number; findingVersions: number; targets: number; issues: number };
+}
+
+export class SimulatedCrash extends Error {
+  constructor(step: WriteStep) {
+    super(`simulated crash after writing ${step}`);
+    this.name = 'SimulatedCrash';
+  }
+}
+
+interface Pair {
+  targetId: string;
+  familyId: string;
+  reports: NormalizedReport[];
+  fast: boolean;
+}
+
+const unique = <T>(xs: Iterable<T>) => [...new Set(xs)];
+
+function groupPairs(reports: NormalizedReport[], heads: Map<string, number>, recovery: boolean): Pair[] {
+  const pairs = new Map<string, Pair>();
+  for (const r of reports) {
+    const key = q.pairKey(r.targetId, r.familyId);
+    const pair = pairs.get(key) ?? { targetId: r.targetId, familyId: r.familyId, reports: [], fast: false };
+    pair.reports.push(r);
+    pairs.set(key, pair);
+  }
+  for (const [key, pair] of pairs) {
+    pair.reports.sort((a, b) => a.time - b.time);
+    const head = heads.get(key);
+    const strictlyLater = pair.reports.every((r, i) => i === 0 || r.time > pair.reports[i - 1]!.time);
+    pair.fast = !recovery && strictlyLater && (head === undefined || pair.reports[0]!.time > head);
+  }
+  return [...pairs.values()];
+}
+
+function setFamily(state: FindingState, familyId: string, periods: Period[]): void {
+  if (periods.length > 0) state.familyPeriods.set(familyId, periods);
+  else state.familyPeriods.delete(familyId);
+}
+
+const reportedIds = new WeakMap<NormalizedReport, Set<string>>();
+function reportsFinding(r: NormalizedReport, findingId: string): boolean {
+  let ids = reportedIds.get(r);
+  if (!ids) reportedIds.set(r, (ids = new Set(r.detections.map((d) => d.findingId))));
+  return ids.has(findingId);
+}
+
+function groupBy<T>(items: Iterable<T>, key: (item: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = out.get(k);
+    if (list) list.push(item);
+    else out.set(k, [item]);
+  }
+  return out;
+}
+
+/** Extends the pair's family periods at their end, one new source at a time. */
+function extendPair(pair: Pair, candidates: FindingState[]): void {
+  for (const state of candidates) {
+    const current = state.familyPeriods.get(pair.familyId) ?? [];
+    const last = current[current.length - 1];
+    const reported = pair.reports.some((r) => reportsFinding(r, state.id));
+    if (!reported && !(last && isOpen(last))) continue; // closed and not reported: nothing changes
+    let periods = current;
+    for (const r of pair.reports) periods = extendFamily(periods, r.time, reportsFinding(r, state.id));
+    setFamily(state, pair.familyId, periods);
+  }
+}
+
+/** Rebuilds the pair's family periods from every source of the family on the target. */
+function rebuildPair(
+  pair: Pair,
+  candidates: FindingState[],
+  storedSources: FamilySource[],
+  storedReporters: Map<string, Set<string>>,
+): void {
+  const sources = [...storedSources, ...pair.reports.map((r) => ({ id: r.sourceId, time: r.time }))];
+  for (const state of candidates) {
+    const reporters = new Set(storedReporters.get(state.id) ?? []);
+    for (const r of pair.reports) if (reportsFinding(r, state.id)) reporters.add(r.sourceId);
+    setFamily(state, pair.familyId, walkFamily(sources, reporters));
+  }
+}
+
+function issueRows(reports: NormalizedReport[], stored: Map<string, q.IssueClaimKeys>) {
+  interface Best {
+    claim: IssueClaim;
+    detail: DetectionRank & IssueClaim['details'];
+    labels?: DetectionRank & { labels: string[] };
+  }
+  const best = new Map<string, Best>();
+  for (const r of reports) {
+    for (const claim of r.issues) {
+      const detail = { ...claim.details, time: r.time, checkId: r.instance };
+      const labels = claim.labels ? { ...claim.labels, time: r.time, checkId: r.instance } : undefined;
+      const b = best.get(claim.issueId);
+      if (!b) {
+        best.set(claim.issueId, { claim, detail, ...(labels ? { labels } : {}) });
+        continue;
+      }
+      if (compareRank(detail, b.detail) < 0) b.detail = detail;
+      if (labels && (!b.labels || compareRank(labels, b.labels) > 0)) b.labels = labels;
+    }
+  }
+  const rows = [];
+  for (const [id, b] of best) {
+    const known = stored.get(id);
+    const improvesDetail = !known || compareRank(b.detail, known.detail) < 0;
+    const improvesLabels = b.labels !== undefined && (!known?.labels || compareRank(b.labels, known.labels) > 0);
+    if (!improvesDetail && !improvesLabels) continue;
+    rows.push({
+      id,
+      summary: b.claim.summary,
+      description: b.claim.description,
+      cwe_id: b.detail.cweId,
+      recommendations: b.detail.recommendations,
+      reference_links: b.detail.referenceLinks,
+      detail_time: b.detail.time,
+      detail_check_id: b.detail.checkId,
+      detail_pos: b.detail.pos,
+      labels: b.labels?.labels ?? [],
+      labels_time: b.labels?.time ?? 0,
+      labels_check_id: b.labels?.checkId ?? '',
+      labels_pos: b.labels?.pos ?? 0,
+    });
+  }
+  return rows;
+}
+
+function eventRows(reports: NormalizedReport[]) {
+  return reports.flatMap((r) =>
+    r.detections.map((d) => ({
+      id: eventId(d.findingId, r.sourceId),
+      finding_id: d.findingId,
+      source_id: r.sourceId,
+      family_id: r.familyId,
+      target_id: r.targetId,
+      time: r.time,
+      check_id: r.instance,
+      pos: d.pos,
+      score: d.score,
+      details: d.details,
+      resources: d.resources,
+      fingerprint: d.fingerprint,
+      affected_resource_string: d.affectedResourceString,
+      impact_details: d.impactDetails,
+    })),
+  );
+}
+
+export async function ingestBatch(store: Store, reports: NormalizedReport[], opts: BatchOptions = {}): Promise<BatchResult> {
+  const now = opts.now ?? nowSeconds();
+  const recovery = opts.recovery ?? false;
+
+  // §3.6: a report whose duplicate key is already stored (or earlier in this batch) is ignored.
+  const known = await q.existingSourceIds(store, unique(reports.map((r) => r.sourceId)));
+  const seen = new Set<string>();
+  const fresh: NormalizedReport[] = [];
+  const outcomes: ReportOutcome[] = reports.map((r) => {
+    if (known.has(r.sourceId) || seen.has(r.sourceId)) return 'duplicate';
+    seen.add(r.sourceId);
+    fresh.push(r);
+    return 'ingested';
+  });
+  const counts = { reports: fresh.length, events: 0, findingVersions: 0, targets: 0, issues: 0 };
+  if (fresh.length === 0) return { outcomes, counts };
+
+  const targets = unique(fresh.map((r) => r.targetId));
+  const families = unique(fresh.map((r) => r.familyId));
+  const pairs = groupPairs(fresh, await q.familyHeads(store, targets, families), recovery);
+  const slow = pairs.filter((p) => !p.fast);
+
+  const states = await q.loadFindings(store, {
+    targets,
+    ids: unique(fresh.flatMap((r) => r.detections.map((d) => d.findingId))),
+    openFamilies: unique(pairs.filter((p) => p.fast).map((p) => p.familyId)),
+    anyFamilies: unique(slow.map((p) => p.familyId)),
+  });
+
+  // New findings, and §3.5.6: attributes come from the latest FOUND event.
+  for (const r of fresh) {
+    for (const d of r.detections) {
+      const candidate = latestEventOf(r, d);
+      const state = states.get(d.findingId);
+      if (!state) {
+        states.set(d.findingId, {
+          id: d.findingId,
+          targetId: r.targetId,
+          issueId: d.issueId,
+          affectedResource: d.affectedResource,
+          familyPeriods: new Map(),
+          latest: candidate,
+        });
+      } else if (compareRank(candidate, state.latest) > 0) {
+        state.latest = candidate;
+      }
+    }
+  }
+
+  const byTarget = groupBy(states.values(), (s) => s.targetId);
+  const onTarget = (p: Pair, keep: (s: FindingState) => boolean) =>
+    (byTarget.get(p.targetId) ?? []).filter((s) => keep(s) || p.reports.some((r) => reportsFinding(r, s.id)));
+
+  // Slow pairs need the family's full history: its sources and who reported what.
+  let storedSources = new Map<string, FamilySource[]>();
+  const storedReporters = new Map<string, Set<string>>();
+  if (slow.length > 0) {
+    const slowTargets = unique(slow.map((p) => p.targetId));
+    const slowFamilies = unique(slow.map((p) => p.familyId));
+    const sources = await q.familySources(store, slowTargets, slowFamilies);
+    storedSources = groupBy(sources, (s) => q.pairKey(s.targetId, s.familyId));
+    const candidateIds = unique(slow.flatMap((p) => onTarget(p, (s) => s.familyPeriods.has(p.familyId)).map((s) => s.id)));
+    for (const e of await q.familyEvents(store, candidateIds, slowFamilies)) {
+      storedReporters.set(e.findingId, (storedReporters.get(e.findingId) ?? new Set()).add(e.sourceId));
+    }
+  }
+
+  for (const pair of pairs) {
+    if (pair.fast) {
+      extendPair(pair, onTarget(pair, (s) => s.familyPeriods.has(pair.familyId)));
+    } else {
+      const candidates = onTarget(pair, (s) => s.familyPeriods.has(pair.familyId));
+      rebuildPair(pair, candidates, storedSources.get(q.pairKey(pair.targetId, pair.familyId)) ?? [], storedReporters);
+    }
+  }
+
+  const findingRows: FindingRow[] = [];
+  for (const s of states.values()) {
+    const row = nextFindingRow(s, now);
+    if (row) findingRows.push(row);
+  }
+
+  // Writes, in commit order.
+  const step = async (name: WriteStep, write: () => Promise<void>) => {
+    await write();
+    if (opts.crashAfter === name) throw new SimulatedCrash(name);
+  };
+  await step('targets', async () => {
+    const existing = await q.existingTargetIds(store, targets);
+    const identifiers = new Map(fresh.map((r) => [r.targetId, r.identifier]));
+    const rows = [...identifiers]
+      .filter(([id]) => !existing.has(id))
+      .map(([id, identifier]) => ({ id, identifier, created_at: now }));
+    counts.targets = rows.length;
+    await store.insert('targets', rows);
+  });
+  await step('issues', async () => {
+    const rows = issueRows(fresh, await q.issueClaimKeys(store, unique(fresh.flatMap((r) => r.issues.map((i) => i.issueId)))));
+    counts.issues = rows.length;
+    await store.insert('issues', rows);
+  });
+  await step('events', async () => {
+    let rows = eventRows(fresh);
+    if (recovery) {
+      const existing = await q.existingEventIds(store, unique(rows.map((e) => e.finding_id)), rows.map((e) => e.id));
+      rows = rows.filter((e) => !existing.has(e.id));
+    }
+    counts.events = rows.length;
+    await store.insert('finding_events', rows);
+  });
+  await step('findings', async () => {
+    counts.findingVersions = findingRows.length;
+    await store.insert('findings', findingRows);
+  });
+  await step('sources', async () => {
+    await store.insert(
+      'sources',
+      fresh.map((r) => ({
+        id: r.sourceId,
+        family_id: r.familyId,
+        target_id: r.targetId,
+        name: r.name,
+        component: r.component,
+        instance: r.instance,
+        options: r.options,
+        time: r.time,
+      })),
+    );
+  });
+  return { outcomes, counts };
+}

@@ -1,0 +1,28 @@
+import { checkReport } from '../queue/contract.js';
+import { normalizeReport, type NormalizedReport } from './normalize.js';
+
+/**
+ * What the worker does with one job's data before batching (SPEC §3.3, §3.4 steps 1–2 up to the
+ * duplicate check, which needs the store): validate, ignore what must be ignored, normalise.
+ */
+
+export type Prepared =
+  | { kind: 'report'; report: NormalizedReport }
+  | { kind: 'ignored'; reason: string }
+  | { kind: 'invalid'; reason: string };
+
+export interface PrepareOptions {
+  maxEventAgeDays: number;
+  now: number;
+}
+
+export function prepareReport(data: unknown, opts: PrepareOptions): Prepared {
+  const verdict = checkReport(data);
+  if (verdict.kind === 'invalid') return verdict;
+  if (verdict.kind === 'ignored') return { kind: 'ignored', reason: `status ${JSON.stringify(verdict.status)} is not FINISHED` };
+  const report = normalizeReport(verdict.report);
+  if (opts.maxEventAgeDays > 0 && report.time < opts.now - opts.maxEventAgeDays * 86_400) {
+    return { kind: 'ignored', reason: `older than MAX_EVENT_AGE_DAYS (${opts.maxEventAgeDays})` };
+  }
+  return { kind: 'report', report };
+}

@@ -1,0 +1,221 @@
+import type { Severity } from '../domain/severity.js';
+import type { Store } from '../storage/gateway.js';
+import type { FindingState } from './finding-state.js';
+import { findingContent, signatureOf } from './finding-state.js';
+import type { DetectionRank } from './normalize.js';
+import type { FamilySource, Period } from './periods.js';
+
+/**
+ * The ingestion's reads and writes. Each read serves a whole batch in one query; rows come back
+ * with instants as epoch seconds (toUInt32) so no time zone is ever involved.
+ */
+
+export const pairKey = (targetId: string, familyId: string) => `${targetId}/${familyId}`;
+
+export async function existingSourceIds(store: Store, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await store.query<{ id: string }>(
+    'SELECT DISTINCT id FROM sources WHERE id IN {ids:Array(UUID)}',
+    { ids },
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+export async function existingTargetIds(store: Store, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await store.query<{ id: string }>(
+    'SELECT DISTINCT id FROM targets WHERE id IN {ids:Array(UUID)}',
+    { ids },
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+export interface IssueClaimKeys {
+  detail: DetectionRank;
+  labels: DetectionRank | undefined;
+}
+
+/** The winning details and labels claims of each known issue. */
+export async function issueClaimKeys(store: Store, ids: string[]): Promise<Map<string, IssueClaimKeys>> {
+  if (ids.length === 0) return new Map();
+  const rows = await store.query<{
+    id: string;
+    dt: number;
+    dc: string;
+    dp: number;
+    has_labels: number;
+    lt: number;
+    lc: string;
+    lp: number;
+  }>(
+    `SELECT issue AS id, toUInt32(d.1) AS dt, d.2 AS dc, d.3 AS dp,
+            has_labels, toUInt32(l.1) AS lt, l.2 AS lc, l.3 AS lp
+     FROM
+     (
+         SELECT id AS issue,
+                min((detail_time, detail_check_id, detail_pos)) AS d,
+                maxIf((labels_time, labels_check_id, labels_pos), notEmpty(labels)) AS l,
+                countIf(notEmpty(labels)) > 0 AS has_labels
+         FROM issues
+         WHERE id IN {ids:Array(UUID)}
+         GROUP BY id
+     )`,
+    { ids },
+  );
+  return new Map(
+    rows.map((r) => [
+      r.id,
+      {
+        detail: { time: r.dt, checkId: r.dc, pos: r.dp },
+        labels: r.has_labels ? { time: r.lt, checkId: r.lc, pos: r.lp } : undefined,
+      },
+    ]),
+  );
+}
+
+/** Latest committed source time of each (target, family) pair, keyed by pairKey. */
+export async function familyHeads(store: Store, targets: string[], families: string[]): Promise<Map<string, number>> {
+  if (targets.length === 0) return new Map();
+  const rows = await store.query<{ t: string; f: string; head: number }>(
+    `SELECT target_id AS t, family_id AS f, toUInt32(max(last_time)) AS head
+     FROM family_heads
+     WHERE target_id IN {targets:Array(UUID)} AND family_id IN {families:Array(UUID)}
+     GROUP BY target_id, family_id`,
+    { targets, families },
+  );
+  return new Map(rows.map((r) => [pairKey(r.t, r.f), r.head]));
+}
+
+interface FindingStateRow {
+  id: string;
+  target_id: string;
+  issue_id: string;
+  affected_resource: string;
+  version: number;
+  status: 'OPEN' | 'FIXED';
+  severity: Severity;
+  score: number;
+  fp: [string, number, number][];
+  details: string;
+  impact_details: string;
+  resources: string;
+  fingerprint: string;
+  affected_resource_string: string;
+  le_time: number;
+  last_event_check_id: string;
+  last_event_pos: number;
+  source_id: string;
+  source_name: string;
+  source_component: string;
+  source_instance: string;
+  source_options: string;
+}
+
+function stateFromRow(r: FindingStateRow): FindingState {
+  const familyPeriods = new Map<string, Period[]>();
+  for (const [family, found, fixed] of r.fp) {
+    const list = familyPeriods.get(family) ?? [];
+    list.push({ found, fixed });
+    familyPeriods.set(family, list);
+  }
+  const state: FindingState = {
+    id: r.id,
+    targetId: r.target_id,
+    issueId: r.issue_id,
+    affectedResource: r.affected_resource,
+    familyPeriods,
+    latest: {
+      time: r.le_time,
+      checkId: r.last_event_check_id,
+      pos: r.last_event_pos,
+      score: r.score,
+      details: r.details,
+      impactDetails: r.impact_details,
+      resources: r.resources,
+      fingerprint: r.fingerprint,
+      affectedResourceString: r.affected_resource_string,
+      sourceId: r.source_id,
+      sourceName: r.source_name,
+      sourceComponent: r.source_component,
+      sourceInstance: r.source_instance,
+      sourceOptions: r.source_options,
+    },
+  };
+  state.stored = {
+    version: r.version,
+    status: r.status,
+    severity: r.severity,
+    signature: signatureOf(findingContent(state)),
+  };
+  return state;
+}
+
+/**
+ * The current state of the findings a batch can change on its targets: the ones it reports
+ * (ids), the OPEN ones of families extended at their end (openFamilies), and every one of the
+ * families whose history is rebuilt (anyFamilies). Callers narrow the result per target.
+ */
+export async function loadFindings(
+  store: Store,
+  q: { targets: string[]; ids: string[]; openFamilies: string[]; anyFamilies: string[] },
+): Promise<Map<string, FindingState>> {
+  if (q.targets.length === 0) return new Map();
+  const rows = await store.query<FindingStateRow>(
+    `SELECT id, target_id, issue_id, affected_resource, version, status, severity, score,
+            arrayMap(p -> (p.1, toUInt32(p.2), toUInt32(p.3)), family_periods) AS fp,
+            details, impact_details, resources, fingerprint, affected_resource_string,
+            toUInt32(last_event_time) AS le_time, last_event_check_id, last_event_pos,
+            source_id, source_name, source_component, source_instance, source_options
+     FROM findings FINAL
+     WHERE target_id IN {targets:Array(UUID)}
+       AND (id IN {ids:Array(UUID)}
+            OR (status = 'OPEN' AND hasAny(family_ids, {openFamilies:Array(UUID)}))
+            OR hasAny(family_ids, {anyFamilies:Array(UUID)}))`,
+    q,
+  );
+  return new Map(rows.map((r) => [r.id, stateFromRow(r)]));
+}
+
+export interface StoredSource extends FamilySource {
+  targetId: string;
+  familyId: string;
+}
+
+/** Every committed source of the given families on the given targets (for history rebuilds). */
+export async function familySources(store: Store, targets: string[], families: string[]): Promise<StoredSource[]> {
+  if (targets.length === 0) return [];
+  const rows = await store.query<{ id: string; t: string; f: string; epoch: number }>(
+    `SELECT DISTINCT id, target_id AS t, family_id AS f, toUInt32(time) AS epoch
+     FROM sources
+     WHERE target_id IN {targets:Array(UUID)} AND family_id IN {families:Array(UUID)}`,
+    { targets, families },
+  );
+  return rows.map((r) => ({ id: r.id, targetId: r.t, familyId: r.f, time: r.epoch }));
+}
+
+/** (finding, source) pairs of the FOUND events of the given findings from the given families. */
+export async function familyEvents(
+  store: Store,
+  findingIds: string[],
+  families: string[],
+): Promise<{ findingId: string; sourceId: string }[]> {
+  if (findingIds.length === 0) return [];
+  const rows = await store.query<{ f: string; s: string }>(
+    `SELECT DISTINCT finding_id AS f, source_id AS s
+     FROM finding_events
+     WHERE finding_id IN {findingIds:Array(UUID)} AND family_id IN {families:Array(UUID)}`,
+    { findingIds, families },
+  );
+  return rows.map((r) => ({ findingId: r.f, sourceId: r.s }));
+}
+
+/** Event ids already stored (only asked when a batch retries work that may be half written). */
+export async function existingEventIds(store: Store, findingIds: string[], eventIds: string[]): Promise<Set<string>> {
+  if (eventIds.length === 0) return new Set();
+  const rows = await store.query<{ id: string }>(
+    `SELECT DISTINCT id FROM finding_events
+     WHERE finding_id IN {findingIds:Array(UUID)} AND id IN {eventIds:Array(UUID)}`,
+    { findingIds, eventIds },
+  );
+  return new Set(rows.map((r) => r.id));
+}

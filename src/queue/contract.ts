@@ -1,0 +1,146 @@
+import type { JobsOptions } from 'bullmq';
+import { z } from 'zod';
+import { parseTimestamp } from '../domain/time.js';
+
+/**
+ * The queue contract shared by every producer (POST /checks, `vulndb import`, the demo) and the
+ * ingest worker: the queue name, the options jobs are added with, and the schema of a job's
+ * data, which is a Vulcan check report (SPEC §3.2) validated by the rules of SPEC §3.3.
+ * The worker re-validates every job: scanners may add jobs to the queue directly.
+ */
+
+export const CHECKS_QUEUE = 'checks';
+
+/**
+ * Retries are the worker's business (it retries transient failures itself, whatever options a
+ * scanner used), so jobs only say how long to keep finished ones around for inspection.
+ */
+export const checkJobOptions: JobsOptions = {
+  removeOnComplete: { age: 3600, count: 1000 },
+  removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
+};
+
+// SPEC §3.3 rule 2: for every optional field, null means absent.
+const optionalString = z.string({ error: 'must be a string' }).nullish();
+const requiredString = z
+  .string({ error: 'must be a non-empty string' })
+  .min(1, { error: 'must be a non-empty string' });
+const stringList = z.array(z.string({ error: 'must be a string' }), { error: 'must be an array of strings' }).nullish();
+const timestamp = optionalString.refine((v) => v == null || v === '' || parseTimestamp(v) !== undefined, {
+  error: 'must be a timestamp such as "2024-01-05 10:00:00" or "2024-01-05T10:00:00Z"',
+});
+
+/** Vulcan checks emit Name/Header/Rows; key names are matched case-insensitively. */
+function lowerCaseKeys(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    const lower = k.toLowerCase();
+    if (!(lower in out)) out[lower] = v;
+  }
+  return out;
+}
+
+const resourceGroupSchema = z.preprocess(
+  lowerCaseKeys,
+  z.object(
+    {
+      name: optionalString,
+      header: stringList,
+      rows: z
+        .array(z.record(z.string(), z.string({ error: 'must be a string' }), { error: 'must be an object of strings' }), {
+          error: 'must be an array of objects',
+        })
+        .nullish(),
+    },
+    { error: 'must be an object' },
+  ),
+);
+
+const vulnerabilitySchema = z.object(
+  {
+    summary: requiredString,
+    description: optionalString,
+    score: z
+      .number({ error: 'must be a number in [0, 10]' })
+      .min(0, { error: 'must be a number in [0, 10]' })
+      .max(10, { error: 'must be a number in [0, 10]' })
+      .nullish(),
+    cwe_id: z
+      .number({ error: 'must be an integer in [0, 2147483647]' })
+      .int({ error: 'must be an integer in [0, 2147483647]' })
+      .min(0, { error: 'must be an integer in [0, 2147483647]' })
+      .max(2147483647, { error: 'must be an integer in [0, 2147483647]' })
+      .nullish(),
+    recommendations: stringList,
+    references: stringList,
+    labels: stringList,
+    details: optionalString,
+    impact_details: optionalString,
+    affected_resource: optionalString,
+    affected_resource_string: optionalString,
+    fingerprint: optionalString,
+    resources: z.array(resourceGroupSchema, { error: 'must be an array of resource groups' }).nullish(),
+  },
+  { error: 'must be an object' },
+);
+
+const finishedReportSchema = z
+  .object({
+    status: z.literal('FINISHED'),
+    check_id: requiredString,
+    checktype_name: requiredString,
+    target: requiredString,
+    options: optionalString,
+    tag: optionalString,
+    checktype_version: optionalString,
+    start_time: timestamp,
+    end_time: timestamp,
+    vulnerabilities: z.array(vulnerabilitySchema, { error: 'must be an array of vulnerabilities or null' }).nullish(),
+  })
+  .refine((r) => (r.end_time ?? '') !== '' || (r.start_time ?? '') !== '', {
+    error: 'end_time or start_time must be present',
+    path: ['end_time'],
+  });
+
+export type FinishedReport = z.infer<typeof finishedReportSchema>;
+export type ReportVulnerability = z.infer<typeof vulnerabilitySchema>;
+export type ResourceGroupInput = z.infer<typeof resourceGroupSchema>;
+
+export type ReportVerdict =
+  | { kind: 'finished'; report: FinishedReport }
+  | { kind: 'ignored'; status: string }
+  | { kind: 'invalid'; reason: string };
+
+function pathText(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out === '' ? String(p) : `.${String(p)}`;
+  return out;
+}
+
+/** A readable reason naming the offending fields, e.g. `vulnerabilities[2].score: must be …`. */
+export function describeIssues(error: z.ZodError, max = 5): string {
+  const parts = error.issues.slice(0, max).map((i) => {
+    const where = pathText(i.path);
+    return where ? `${where}: ${i.message}` : i.message;
+  });
+  const more = error.issues.length > max ? ` (and ${error.issues.length - max} more)` : '';
+  return parts.join('; ') + more;
+}
+
+/**
+ * SPEC §3.3: a non-object or a missing/non-string status is invalid; a status other than
+ * FINISHED is valid and ignored without checking anything else; a FINISHED report must satisfy
+ * every rule or it is rejected whole.
+ */
+export function checkReport(data: unknown): ReportVerdict {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    return { kind: 'invalid', reason: 'report must be a JSON object' };
+  }
+  const status = (data as Record<string, unknown>).status;
+  if (typeof status !== 'string') return { kind: 'invalid', reason: 'status: must be a string' };
+  if (status !== 'FINISHED') return { kind: 'ignored', status };
+  const parsed = finishedReportSchema.safeParse(data);
+  if (!parsed.success) return { kind: 'invalid', reason: describeIssues(parsed.error) };
+  return { kind: 'finished', report: parsed.data };
+}

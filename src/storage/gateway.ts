@@ -1,0 +1,140 @@
+import fs from 'node:fs';
+import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
+import type { NodeClickHouseClientConfigOptions } from '@clickhouse/client/dist/config.js';
+import { createChdbConnection } from 'chdb/connection';
+import type { StoreConfig } from '../config.js';
+
+/**
+ * The storage gateway: the one module that owns a ClickHouse client. Embedded engine (chdb)
+ * by default, a ClickHouse server when CLICKHOUSE_URL is set; the SQL is the same in both modes
+ * and nothing outside this file knows which one is in use.
+ *
+ * Every value reaches ClickHouse as a bound `{name:Type}` parameter; callers never splice values
+ * into SQL text.
+ *
+ * A ClickHouse habit every query here must respect: an alias is visible in the whole query,
+ * WHERE included, so `toString(id) AS id ... WHERE id IN {ids}` filters on the alias. Aliases
+ * never reuse the name of a column the query reads (UUIDs and enums already render as strings).
+ */
+
+export type QueryParams = Record<string, unknown>;
+
+export interface Store {
+  readonly mode: 'embedded' | 'server';
+  readonly database: string;
+  query<T>(sql: string, params?: QueryParams): Promise<T[]>;
+  command(sql: string, params?: QueryParams): Promise<void>;
+  insert(table: string, rows: readonly object[]): Promise<void>;
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** A failure of the store itself (unreachable, engine error): callers treat it as transient. */
+export class StoreError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreError';
+  }
+}
+
+// Counts come back as JSON numbers (they stay far below 2^53) instead of quoted strings.
+const sessionSettings: ClickHouseSettings = {
+  output_format_json_quote_64bit_integers: 0,
+};
+
+async function guard<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof StoreError) throw err;
+    const message = err instanceof Error ? err.message : String(err);
+    throw new StoreError(`${what} failed: ${message}`, { cause: err });
+  }
+}
+
+function wrap(client: ClickHouseClient, mode: Store['mode'], database: string): Store {
+  let closed = false;
+  return {
+    mode,
+    database,
+    query: <T>(sql: string, params?: QueryParams) =>
+      guard('query', async () => {
+        const rs = await client.query({ query: sql, query_params: params, format: 'JSONEachRow' });
+        return rs.json<T>();
+      }),
+    command: (sql, params) =>
+      guard('command', async () => {
+        await client.command({ query: sql, query_params: params });
+      }),
+    insert: (table, rows) =>
+      guard(`insert into ${table}`, async () => {
+        if (rows.length === 0) return;
+        await client.insert({ table, values: rows as object[], format: 'JSONEachRow' });
+      }),
+    ping: async () => {
+      if (closed) return false;
+      try {
+        const rs = await client.query({ query: 'SELECT 1 AS ok', format: 'JSONEachRow' });
+        await rs.json();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await client.close();
+    },
+  };
+}
+
+async function openEmbedded(cfg: StoreConfig): Promise<Store> {
+  fs.mkdirSync(cfg.embeddedPath, { recursive: true });
+  let client: ClickHouseClient;
+  try {
+    // chdb types its Connection against its own copy of @clickhouse/client-common; the runtime
+    // contract is the one createClient expects.
+    const connection = createChdbConnection({ path: cfg.embeddedPath }) as unknown as NodeClickHouseClientConfigOptions['connection'];
+    client = createClient({ connection });
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    if (/Cannot lock file/i.test(message)) {
+      throw new StoreError(
+        `the embedded data folder ${cfg.embeddedPath} is in use by another process ` +
+          '(one process owns one folder): stop that process, use another DATA_DIR, or set CLICKHOUSE_URL',
+        { cause: err },
+      );
+    }
+    throw new StoreError(`cannot open the embedded ClickHouse at ${cfg.embeddedPath}: ${message}`, { cause: err });
+  }
+  // The embedded session is stateful: USE and SET persist for every later statement.
+  await guard('open', async () => {
+    await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${cfg.database}` });
+    await client.command({ query: `USE ${cfg.database}` });
+    for (const [k, v] of Object.entries(sessionSettings)) {
+      await client.command({ query: `SET ${k} = ${JSON.stringify(v)}` });
+    }
+  });
+  return wrap(client, 'embedded', cfg.database);
+}
+
+async function openServer(cfg: StoreConfig): Promise<Store> {
+  const common = { url: cfg.url, username: cfg.user, password: cfg.password, request_timeout: 60_000 };
+  const bootstrap = createClient(common);
+  try {
+    await guard('open', () => bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${cfg.database}` }));
+  } finally {
+    await bootstrap.close();
+  }
+  const client = createClient({ ...common, database: cfg.database, clickhouse_settings: sessionSettings });
+  return wrap(client, 'server', cfg.database);
+}
+
+/** Opens the store described by the configuration (database name is validated by config). */
+export function openStore(cfg: StoreConfig): Promise<Store> {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(cfg.database)) {
+    return Promise.reject(new StoreError(`invalid database name ${JSON.stringify(cfg.database)}`));
+  }
+  return cfg.url ? openServer(cfg) : openEmbedded(cfg);
+}

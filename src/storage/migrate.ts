@@ -1,0 +1,91 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from '../log.js';
+import type { Store } from './gateway.js';
+
+/**
+ * Applies the numbered SQL files of sql/ in order and records each in the schema_migrations
+ * ledger. Runs at start-up and from `vulndb migrate`. Every statement is idempotent
+ * (IF NOT EXISTS), so two processes starting together converge. A landed migration must never
+ * be edited: a changed checksum stops start-up.
+ */
+
+export const SQL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../sql');
+
+export interface Migration {
+  version: number;
+  name: string;
+  checksum: string;
+  statements: string[];
+}
+
+/** Splits a migration into statements: each ends with `;` at the end of a line. */
+export function splitStatements(sql: string): string[] {
+  const withoutComments = sql
+    .split('\n')
+    .filter((line) => !line.trimStart().startsWith('--'))
+    .join('\n');
+  return withoutComments
+    .split(/;\s*(?:\n|$)/)
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+export function loadMigrations(dir = SQL_DIR): Migration[] {
+  return fs
+    .readdirSync(dir)
+    .filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f))
+    .sort()
+    .map((file) => {
+      const sql = fs.readFileSync(path.join(dir, file), 'utf8');
+      return {
+        version: Number(file.slice(0, 4)),
+        name: file.slice(5, -4),
+        checksum: createHash('sha256').update(sql).digest('hex'),
+        statements: splitStatements(sql),
+      };
+    });
+}
+
+export class MigrationError extends Error {}
+
+export async function migrate(store: Store, log?: Logger, dir = SQL_DIR): Promise<number[]> {
+  await store.command(`
+    CREATE TABLE IF NOT EXISTS schema_migrations
+    (
+        version    UInt32,
+        name       String,
+        checksum   String,
+        applied_at DateTime('UTC')
+    )
+    ENGINE = MergeTree
+    ORDER BY version`);
+  const applied = new Map(
+    (
+      await store.query<{ version: number; checksum: string }>(
+        'SELECT version, any(checksum) AS checksum FROM schema_migrations GROUP BY version',
+      )
+    ).map((r) => [r.version, r.checksum]),
+  );
+  const done: number[] = [];
+  for (const m of loadMigrations(dir)) {
+    const known = applied.get(m.version);
+    if (known !== undefined) {
+      if (known !== m.checksum) {
+        throw new MigrationError(
+          `migration ${m.version}_${m.name} changed after it was applied; add a new migration instead`,
+        );
+      }
+      continue;
+    }
+    for (const statement of m.statements) await store.command(statement);
+    await store.insert('schema_migrations', [
+      { version: m.version, name: m.name, checksum: m.checksum, applied_at: Math.floor(Date.now() / 1000) },
+    ]);
+    log?.info('migration applied', { version: m.version, name: m.name });
+    done.push(m.version);
+  }
+  return done;
+}

@@ -1,0 +1,109 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ingestBatch } from '../src/ingest/batch.js';
+import type { NormalizedReport } from '../src/ingest/normalize.js';
+import { prepareReport } from '../src/ingest/prepare.js';
+import type { Store } from '../src/storage/gateway.js';
+import { freshStore } from './support/engine.js';
+import { report } from './support/reports.js';
+import { countsFromFindings, snapshot } from './support/snapshot.js';
+
+// Three families: two share a check type but differ in options (SPEC §2.3), one is another check.
+const FAMILIES = [
+  { checktype_name: 'vulcan-tls', options: '{}' },
+  { checktype_name: 'vulcan-tls', options: '{"port":8443}' },
+  { checktype_name: 'vulcan-nessus', options: '{}' },
+];
+const TARGETS = ['a.example.com', 'b.example.com'];
+// V3 is V1's issue on another affected resource (another finding); V4 has score 0 and labels.
+const VULNS = [
+  { summary: 'V1', description: 'one' },
+  { summary: 'V2', description: 'two', labels: ['web'] },
+  { summary: 'V1', description: 'one', affected_resource: 'https://a/login' },
+  { summary: 'V4', description: 'four', labels: ['info', 'web'] },
+];
+
+const arbReport = fc.record({
+  target: fc.nat({ max: TARGETS.length - 1 }),
+  family: fc.nat({ max: FAMILIES.length - 1 }),
+  day: fc.nat({ max: 5 }), // few distinct times, so equal-time reports are common
+  vulns: fc.subarray([0, 1, 2, 3]),
+  scoreSeed: fc.nat({ max: 100 }),
+  collapse: fc.boolean(), // report V1 twice: the higher score must win
+});
+
+type ReportChoice = { target: number; family: number; day: number; vulns: number[]; scoreSeed: number; collapse: boolean };
+
+const arbHistory = fc.record({
+  reports: fc.array(arbReport, { minLength: 1, maxLength: 10 }),
+  duplicated: fc.array(fc.nat(), { maxLength: 3 }),
+  order: fc.array(fc.nat(), { minLength: 13, maxLength: 13 }),
+  batchSizes: fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 13, maxLength: 13 }),
+});
+
+function toRaw(spec: ReportChoice, i: number) {
+  const vulnerabilities = spec.vulns.map((v, k) => ({ ...VULNS[v]!, score: ((spec.scoreSeed + k * 7) % 100) / 10, details: `r${i}` }));
+  if (spec.collapse && spec.vulns.includes(0)) vulnerabilities.push({ ...VULNS[0]!, score: 9.9, details: `r${i}-collapsed` });
+  const day = String(spec.day + 1).padStart(2, '0');
+  return report({
+    check_id: `check-${String(i).padStart(2, '0')}`,
+    target: TARGETS[spec.target]!,
+    ...FAMILIES[spec.family]!,
+    end_time: `2024-03-${day} 12:00:00`,
+    vulnerabilities,
+  });
+}
+
+function normalize(raw: Record<string, unknown>): NormalizedReport {
+  const p = prepareReport(raw, { maxEventAgeDays: 0, now: 0 });
+  if (p.kind !== 'report') throw new Error(`unexpected ${p.kind}`);
+  return p.report;
+}
+
+async function deliver(store: Store, batches: Record<string, unknown>[][]) {
+  for (const batch of batches) await ingestBatch(store, batch.map(normalize), { now: 1_800_000_000 });
+}
+
+describe('ingestion is independent of arrival order', () => {
+  it('gives the same periods, statuses, attributes and counts for any delivery order, batching and duplicates', async () => {
+    await fc.assert(
+      fc.asyncProperty(arbHistory, async (h) => {
+        const raws = h.reports.map(toRaw);
+        const withDuplicates = [...raws, ...h.duplicated.map((d) => raws[d % raws.length]!)];
+
+        // Delivery A: time order, one report per batch, each duplicate right after its original.
+        const timeOrdered = raws
+          .map((r, i) => ({ r, i }))
+          .sort((a, b) => String(a.r.end_time).localeCompare(String(b.r.end_time)) || a.i - b.i)
+          .flatMap(({ r }) => [r, ...withDuplicates.slice(raws.length).filter((d) => d === r)]);
+        const a = await freshStore();
+        await deliver(a, timeOrdered.map((r) => [r]));
+
+        // Delivery B: a random permutation in random batch sizes.
+        const shuffled = withDuplicates
+          .map((r, i) => ({ r, key: h.order[i % h.order.length]! * 100 + i }))
+          .sort((x, y) => x.key - y.key)
+          .map(({ r }) => r);
+        const batches: Record<string, unknown>[][] = [];
+        for (let i = 0, b = 0; i < shuffled.length; b++) {
+          const size = h.batchSizes[b % h.batchSizes.length]!;
+          batches.push(shuffled.slice(i, i + size));
+          i += size;
+        }
+        const b = await freshStore();
+        await deliver(b, batches);
+
+        const [sa, sb] = [await snapshot(a), await snapshot(b)];
+        expect(sb).toEqual(sa);
+        expect(sa.sizes!.sources).toBe(raws.length);
+        expect(sa.sizes!.events).toBe(sa.sizes!.distinct_events);
+        // The materialized counts agree with the findings they summarise.
+        const fromFindings = await countsFromFindings(a);
+        expect(sa.counts).toEqual(fromFindings.filter((c) => c.n !== 0));
+        await a.close();
+        await b.close();
+      }),
+      { numRuns: 20 },
+    );
+  }, 300_000);
+});

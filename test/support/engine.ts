@@ -1,0 +1,46 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll } from 'vitest';
+import type { StoreConfig } from '../../src/config.js';
+import { openStore, type Store } from '../../src/storage/gateway.js';
+import { migrate } from '../../src/storage/migrate.js';
+
+/**
+ * Every test file runs in its own process (vitest pool "forks") with its own embedded engine in
+ * a temporary data folder, removed when the file finishes. Tests isolate themselves further with a
+ * fresh database each.
+ */
+
+let dir: string | undefined;
+const opened: Store[] = [];
+
+export function testDataDir(): string {
+  dir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'vulndb-test-'));
+  return dir;
+}
+
+export function testStoreConfig(database = `t_${randomUUID().replace(/-/g, '')}`): StoreConfig {
+  return {
+    url: undefined,
+    database,
+    user: 'default',
+    password: '',
+    embeddedPath: path.join(testDataDir(), 'clickhouse'),
+  };
+}
+
+/** A migrated store on a database of its own. */
+export async function freshStore(): Promise<Store> {
+  const store = await openStore(testStoreConfig());
+  opened.push(store);
+  await migrate(store);
+  return store;
+}
+
+afterAll(async () => {
+  for (const s of opened.splice(0)) await s.close();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  dir = undefined;
+});

@@ -1,0 +1,39 @@
+import type { Store } from '../../src/storage/gateway.js';
+
+/**
+ * Everything ingestion derives, read straight from the store, in a stable order: the state two
+ * deliveries of the same history must agree on.
+ */
+export async function snapshot(store: Store) {
+  const findings = await store.query<Record<string, unknown>>(
+    `SELECT toString(id) AS id, toString(target_id) AS target, toString(issue_id) AS issue, affected_resource,
+            toString(status) AS status, score, toString(severity) AS severity,
+            arrayMap(t -> toUInt32(t), found_at) AS found, arrayMap(t -> toUInt32(t), fixed_at) AS fixed,
+            closed_exposure, ttr_sum, ttr_count, details, resources, fingerprint,
+            toString(source_id) AS source, arraySort(arrayMap(p -> (toString(p.1), toUInt32(p.2), toUInt32(p.3)), family_periods)) AS fp
+     FROM findings FINAL ORDER BY id`,
+  );
+  const counts = await store.query<Record<string, unknown>>(
+    `SELECT toString(target_id) AS target, toString(severity) AS severity, toString(status) AS status, sum(findings) AS n
+     FROM finding_counts GROUP BY target_id, severity, status HAVING n != 0 ORDER BY target, severity, status`,
+  );
+  const issues = await store.query<Record<string, unknown>>(
+    `SELECT toString(id) AS id, summary, description, cwe_id, recommendations, reference_links, labels
+     FROM issues_current ORDER BY id`,
+  );
+  const [sizes] = await store.query<Record<string, number>>(
+    `SELECT (SELECT count() FROM sources) AS sources,
+            (SELECT count() FROM finding_events) AS events,
+            (SELECT uniqExact(id) FROM finding_events) AS distinct_events,
+            (SELECT count() FROM targets FINAL) AS targets`,
+  );
+  return { findings, counts, issues, sizes };
+}
+
+/** Open/fixed counts recomputed from the latest finding versions (what the MV must equal). */
+export async function countsFromFindings(store: Store) {
+  return store.query<Record<string, unknown>>(
+    `SELECT toString(target_id) AS target, toString(severity) AS severity, toString(status) AS status, count() AS n
+     FROM findings FINAL GROUP BY target_id, severity, status ORDER BY target, severity, status`,
+  );
+}

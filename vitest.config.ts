@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+// chdb's native engine segfaults at exit inside worker threads, so every test file runs in its
+// own forked process (which also gives each file its own engine and data folder).
+export default defineConfig({
+  test: {
+    pool: 'forks',
+    include: ['test/**/*.test.ts'],
+    setupFiles: ['test/support/engine.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    reporters: ['default'],
+  },
+});
