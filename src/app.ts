@@ -1,0 +1,38 @@
+import type { Queue } from 'bullmq';
+import Koa from 'koa';
+import { checkRoutes } from './checks/routes.js';
+import { dbApiBody, dbErrors, errorMiddleware } from './errors.js';
+import { healthRoutes } from './health/routes.js';
+import { accessLog, ignoreTrailingSlash, mountRoutes } from './http/middleware.js';
+import type { Logger } from './log.js';
+import { statsRoutes } from './stats/routes.js';
+import type { Store } from './storage/gateway.js';
+import { targetRoutes } from './targets/routes.js';
+
+/** The database API (SPEC §5–§6): builds the Koa app from its dependencies; never listens. */
+
+export interface DbApiDeps {
+  store: Store;
+  queue: Queue;
+  log: Logger;
+  maxReportBytes: number;
+  pageSizeDefault: number;
+  pageSizeMax: number;
+  /** Called after POST /targets changed team associations (cache invalidation). */
+  onTeamsChanged?: () => Promise<void>;
+}
+
+export function createDbApi(deps: DbApiDeps): Koa {
+  const app = new Koa();
+  app.use(errorMiddleware(dbApiBody, deps.log));
+  app.use(accessLog(deps.log));
+  app.use(ignoreTrailingSlash);
+  const routers = [
+    checkRoutes({ queue: deps.queue, maxReportBytes: deps.maxReportBytes, log: deps.log }),
+    targetRoutes({ store: deps.store, maxBodyBytes: deps.maxReportBytes, ...(deps.onTeamsChanged ? { onTeamsChanged: deps.onTeamsChanged } : {}) }),
+    statsRoutes({ store: deps.store }),
+    healthRoutes({ store: deps.store }),
+  ];
+  mountRoutes(app, routers, dbErrors);
+  return app;
+}

@@ -1,0 +1,29 @@
+import Router from '@koa/router';
+import type { Queue } from 'bullmq';
+import { dbErrors } from '../errors.js';
+import { readJsonBody } from '../http/body.js';
+import { checkReport } from '../queue/contract.js';
+import { enqueueReport } from '../queue/producer.js';
+import type { Logger } from '../log.js';
+
+/** POST /checks (SPEC §3.1): validate a report like the worker will, then enqueue it. */
+export function checkRoutes(deps: { queue: Queue; maxReportBytes: number; log: Logger }): Router {
+  const router = new Router();
+
+  router.post('/checks', async (ctx) => {
+    const report = await readJsonBody(ctx, deps.maxReportBytes);
+    const verdict = checkReport(report);
+    if (verdict.kind === 'invalid') throw dbErrors.badBody(verdict.reason);
+    let jobId: string;
+    try {
+      jobId = await enqueueReport(deps.queue, report);
+    } catch (err) {
+      deps.log.warn('enqueue failed', { err });
+      throw dbErrors.queueUnavailable();
+    }
+    ctx.status = 202;
+    ctx.body = { job_id: jobId };
+  });
+
+  return router;
+}

@@ -1,0 +1,59 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { keys, type RedisNames } from '../queue/redis.js';
+
+/**
+ * Per-target locks in Redis, so that reports of one target are never derived concurrently from
+ * stale state, whichever worker process (or concurrent batch) holds them. A lock expires on its
+ * own if its holder dies; the holder keeps it alive while a batch runs.
+ */
+
+const RELEASE = `
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[1] then redis.call('DEL', key) end
+end
+return 1`;
+
+const EXTEND = `
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[1] then redis.call('PEXPIRE', key, ARGV[2]) end
+end
+return 1`;
+
+export interface HeldLocks {
+  acquired: Set<string>;
+  release(): Promise<void>;
+}
+
+export class TargetLocks {
+  constructor(
+    private readonly redis: Redis,
+    private readonly names: RedisNames,
+    private readonly ttlMs = 30_000,
+  ) {}
+
+  /** Takes the free locks among `targetIds`; targets held elsewhere are left out of `acquired`. */
+  async acquire(targetIds: string[]): Promise<HeldLocks> {
+    const token = randomUUID();
+    const pipeline = this.redis.pipeline();
+    for (const id of targetIds) pipeline.set(keys.targetLock(this.names, id), token, 'PX', this.ttlMs, 'NX');
+    const results = (await pipeline.exec()) ?? [];
+    const acquired = new Set<string>();
+    results.forEach(([err, reply], i) => {
+      if (err) throw err;
+      if (reply === 'OK') acquired.add(targetIds[i]!);
+    });
+    const lockKeys = [...acquired].map((id) => keys.targetLock(this.names, id));
+    const keepAlive = setInterval(() => {
+      if (lockKeys.length > 0) void this.redis.eval(EXTEND, lockKeys.length, ...lockKeys, token, this.ttlMs).catch(() => {});
+    }, this.ttlMs / 3);
+    keepAlive.unref();
+    return {
+      acquired,
+      release: async () => {
+        clearInterval(keepAlive);
+        if (lockKeys.length > 0) await this.redis.eval(RELEASE, lockKeys.length, ...lockKeys, token);
+      },
+    };
+  }
+}

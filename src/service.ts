@@ -1,0 +1,146 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { startIngestWorker } from '../workers/ingest.js';
+import { createDbApi } from './app.js';
+import type { Config } from './config.js';
+import { ReportBatcher, type BatcherOptions } from './ingest/batcher.js';
+import { TargetLocks } from './ingest/target-locks.js';
+import type { Logger } from './log.js';
+import { createMetricsApi } from './metrics/app.js';
+import { checksQueue } from './queue/producer.js';
+import { defaultRedisNames, keys, requestConnection, whenReady, workerConnection, type RedisNames } from './queue/redis.js';
+import { openStore, type Store } from './storage/gateway.js';
+import { migrate } from './storage/migrate.js';
+
+/**
+ * Composition root: opens the store, applies migrations and starts the requested roles — the two
+ * HTTP APIs and/or the ingest worker — and shuts them down in order: stop accepting HTTP, finish
+ * in-flight jobs and batches, then close Redis and ClickHouse.
+ */
+
+export interface ServiceOptions {
+  api: boolean;
+  worker: boolean;
+  log: Logger;
+  /** Tests use their own Redis key prefixes. */
+  names?: RedisNames;
+  faults?: BatcherOptions['faults'];
+}
+
+export interface Service {
+  store: Store;
+  queue: Queue | undefined;
+  batcher: ReportBatcher | undefined;
+  worker: Worker | undefined;
+  redis: Redis;
+  names: RedisNames;
+  /** Where the APIs listen (actual ports when configured as 0). */
+  dbApiUrl: string | undefined;
+  metricsApiUrl: string | undefined;
+  close(): Promise<void>;
+}
+
+function listen(server: http.Server, port: number, host: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      const addr = server.address() as AddressInfo;
+      resolve(`http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`);
+    });
+  });
+}
+
+function closeServer(server: http.Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}
+
+export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
+  const { log } = opts;
+  const names = opts.names ?? defaultRedisNames;
+  const store = await openStore(config.store);
+  await migrate(store, log);
+  log.info('store ready', { mode: store.mode, database: store.database, ...(store.mode === 'embedded' ? { path: config.store.embeddedPath } : {}) });
+
+  const redis = requestConnection(config.redisUrl);
+  if (!(await whenReady(redis))) log.warn('Redis is not answering yet; queueing and caching wait for it', { url: config.redisUrl });
+  const servers: http.Server[] = [];
+  let queue: Queue | undefined;
+  let worker: Worker | undefined;
+  let batcher: ReportBatcher | undefined;
+  let workerRedis: Redis | undefined;
+  let dbApiUrl: string | undefined;
+  let metricsApiUrl: string | undefined;
+
+  if (opts.worker) {
+    batcher = new ReportBatcher({
+      store,
+      locks: new TargetLocks(redis, names),
+      batchSize: config.ingest.batchSize,
+      waitMs: config.ingest.batchWaitMs,
+      concurrency: config.ingest.concurrency,
+      maxEventAgeDays: config.ingest.maxEventAgeDays,
+      log: log.child({ component: 'ingest' }),
+      onCommitted: async () => {
+        await redis.incr(keys.dataVersion(names));
+      },
+      ...(opts.faults ? { faults: opts.faults } : {}),
+    });
+    workerRedis = workerConnection(config.redisUrl);
+    worker = startIngestWorker({
+      connection: workerRedis,
+      names,
+      batcher,
+      jobsInFlight: config.ingest.batchSize * config.ingest.concurrency,
+      log: log.child({ component: 'worker' }),
+    });
+    log.info('ingest worker started', { queue: 'checks', batchSize: config.ingest.batchSize, concurrency: config.ingest.concurrency });
+  }
+
+  if (opts.api) {
+    queue = checksQueue(redis, names);
+    const dbApi = createDbApi({
+      store,
+      queue,
+      log: log.child({ api: 'database' }),
+      maxReportBytes: config.maxReportBytes,
+      pageSizeDefault: config.pageSizeDefault,
+      pageSizeMax: config.pageSizeMax,
+    });
+    const metricsApi = createMetricsApi({ store, log: log.child({ api: 'metrics' }) });
+    if (config.dbApiPort === config.metricsApiPort && config.dbApiPort !== 0) {
+      // One port serves both route sets (SPEC §10).
+      const db = dbApi.callback();
+      const metrics = metricsApi.callback();
+      const server = http.createServer((req, res) => (req.url?.startsWith('/api/v1') ? metrics(req, res) : db(req, res)));
+      servers.push(server);
+      dbApiUrl = metricsApiUrl = await listen(server, config.dbApiPort, config.host);
+    } else {
+      const dbServer = http.createServer(dbApi.callback());
+      const metricsServer = http.createServer(metricsApi.callback());
+      servers.push(dbServer, metricsServer);
+      dbApiUrl = await listen(dbServer, config.dbApiPort, config.host);
+      metricsApiUrl = await listen(metricsServer, config.metricsApiPort, config.host);
+    }
+    log.info('APIs listening', { database: dbApiUrl, metrics: metricsApiUrl });
+  }
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      log.info('shutting down');
+      await Promise.all(servers.map(closeServer));
+      if (worker) await worker.close();
+      if (batcher) await batcher.drain();
+      if (queue) await queue.close();
+      await Promise.allSettled([redis.quit(), workerRedis?.quit()]);
+      await store.close();
+      log.info('stopped');
+    })());
+
+  return { store, queue, batcher, worker, redis, names, dbApiUrl, metricsApiUrl, close };
+}

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import type { WriteStep } from '../src/ingest/batch.js';
+import { report, V, worked } from './support/reports.js';
+import { json, startTestService, type TestService } from './support/service.js';
+import { snapshot } from './support/snapshot.js';
+
+const other = { summary: 'Exposed admin panel', description: 'Admin UI reachable', score: 9.1 };
+const first = [worked.r1, worked.r2, report({ check_id: 'b-1', target: 'b.example.com', end_time: '2024-01-01 12:00:00', vulnerabilities: [V, other] })];
+// The batch that crashes: a clean scan, a re-detection, another target's fix and a late (out-of-order) report.
+const second = [
+  worked.r3,
+  worked.r4,
+  report({ check_id: 'b-2', target: 'b.example.com', end_time: '2024-01-04 12:00:00', vulnerabilities: [other] }),
+  report({ check_id: 'b-0', target: 'b.example.com', end_time: '2023-12-30 12:00:00', vulnerabilities: [other] }),
+];
+
+async function ingest(svc: TestService, faults?: { crashAfter: WriteStep; times: number }) {
+  for (const r of first) await json(svc.postJson('/checks', r), 202);
+  await svc.settle();
+  if (faults) faults.times = 1; // the next batch crashes
+  // Added at once (and gathered for 200 ms), so the four reports form one batch.
+  const jobs = await svc.queue!.addBulk(second.map((data) => ({ name: 'report', data })));
+  await svc.settle();
+  return jobs.map((j) => j.id!);
+}
+
+describe('a batch that crashes between table writes', () => {
+  it.each<WriteStep>(['targets', 'issues', 'events', 'findings'])(
+    'crashing after the %s write and retrying ends in the same state, without duplicated events',
+    async (step) => {
+      const env = { INGEST_BATCH_WAIT_MS: '200' };
+      const clean = await startTestService({ env });
+      const faults = { crashAfter: step, times: 0 };
+      const crashing = await startTestService({ faults, env });
+      try {
+        await ingest(clean);
+        const jobIds = await ingest(crashing, faults);
+
+        // The crashed jobs were retried (started twice) and then completed.
+        for (const id of jobIds) {
+          const job = await crashing.queue!.getJob(id);
+          expect(await job!.getState()).toBe('completed');
+          expect(job!.attemptsStarted).toBe(2);
+        }
+        const [expected, actual] = [await snapshot(clean.store), await snapshot(crashing.store)];
+        expect(actual).toEqual(expected);
+        expect(actual.sizes!.events).toBe(actual.sizes!.distinct_events);
+        expect((await json(crashing.db('/stats/size'))).size).toEqual((await json(clean.db('/stats/size'))).size);
+      } finally {
+        await clean.close();
+        await crashing.close();
+      }
+    },
+  );
+});

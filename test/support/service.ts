@@ -1,0 +1,85 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { expect } from 'vitest';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+import { checksQueue } from '../../src/queue/producer.js';
+import type { RedisNames } from '../../src/queue/redis.js';
+import { startService, type Service, type ServiceOptions } from '../../src/service.js';
+import { testStoreConfig } from './engine.js';
+
+/**
+ * A real service for end-to-end tests: embedded engine on a fresh database, the Redis on
+ * 127.0.0.1:6379 under key prefixes of its own (removed on close), APIs on ephemeral ports.
+ * A missing Redis fails the tests; nothing is skipped.
+ */
+
+export const REDIS_URL = 'redis://127.0.0.1:6379';
+
+export interface TestService extends Service {
+  config: Config;
+  db: (path: string, init?: RequestInit) => Promise<Response>;
+  postJson: (path: string, body: unknown) => Promise<Response>;
+  /** Resolves when every job added so far has finished (completed or failed). */
+  settle: (timeoutMs?: number) => Promise<void>;
+}
+
+export async function startTestService(
+  opts: Partial<Pick<ServiceOptions, 'api' | 'worker' | 'faults'>> & { env?: Record<string, string> } = {},
+): Promise<TestService> {
+  const config = loadConfig({
+    DB_API_PORT: '0',
+    METRICS_API_PORT: '0',
+    HOST: '127.0.0.1',
+    REDIS_URL,
+    INGEST_BATCH_WAIT_MS: '5',
+    LOG_LEVEL: 'silent',
+    ...opts.env,
+  });
+  config.store = testStoreConfig();
+  const id = randomUUID().slice(0, 8);
+  const names: RedisNames = { queuePrefix: `bull-test-${id}`, keyPrefix: `vulndb-test-${id}` };
+  const service = await startService(config, {
+    api: opts.api ?? true,
+    worker: opts.worker ?? true,
+    log: createLogger(config.logLevel),
+    names,
+    ...(opts.faults ? { faults: opts.faults } : {}),
+  });
+  const queue = service.queue ?? checksQueue(service.redis, names);
+
+  const db = (path: string, init?: RequestInit) => fetch(`${service.dbApiUrl}${path}`, init);
+  const postJson = (path: string, body: unknown) =>
+    db(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+
+  const settle = async (timeoutMs = 30_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children');
+      if (Object.values(c).every((n) => n === 0)) return;
+      if (Date.now() > deadline) throw new Error(`queue did not settle: ${JSON.stringify(c)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+
+  const close = async () => {
+    await service.close();
+    if (queue !== service.queue) await queue.close();
+    const redis = new Redis(REDIS_URL);
+    for (const prefix of [names.queuePrefix, names.keyPrefix]) {
+      const found = await redis.keys(`${prefix}:*`);
+      if (found.length > 0) await redis.del(...found);
+    }
+    await redis.quit();
+  };
+
+  return { ...service, queue, config, db, postJson, settle, close };
+}
+
+/** Reads a JSON response and checks its status. */
+export async function json(res: Response | Promise<Response>, status = 200): Promise<any> {
+  const r = await res;
+  const body = await r.text();
+  expect({ status: r.status, body }).toMatchObject({ status });
+  return body === '' ? undefined : JSON.parse(body);
+}
