@@ -1,9 +1,11 @@
--- Issues (SPEC §2.2). Each row is a claim about an issue made by one detection: its details
--- claim (cwe_id, recommendations, reference_links; the earliest detection wins) and its labels
--- claim (the latest detection with non-empty labels wins). Rows are only appended; the winning
--- claim is chosen when reading (issues_current), so the result does not depend on arrival
--- order or on which worker wrote first.
-CREATE TABLE IF NOT EXISTS issues
+-- Issues (SPEC §2.2). The worker appends claims about an issue, each made by one detection:
+--   details claim (cwe_id, recommendations, reference_links): the earliest detection wins;
+--   labels claim: the latest detection with non-empty labels wins (a claim without labels
+--   carries the smallest possible key, so it never wins over a real one).
+-- Claims go into a Null table; a materialized view folds them into aggregate states, which
+-- merges collapse to one row per issue. The winner is therefore independent of arrival order
+-- and of which worker wrote first, and the table stays as small as the set of issues.
+CREATE TABLE IF NOT EXISTS issue_claims
 (
     id              UUID,
     summary         String,
@@ -19,34 +21,55 @@ CREATE TABLE IF NOT EXISTS issues
     labels_check_id String,
     labels_pos      UInt32
 )
-ENGINE = MergeTree
+ENGINE = Null;
+
+CREATE TABLE IF NOT EXISTS issues
+(
+    id          UUID,
+    summary     SimpleAggregateFunction(any, String),
+    description SimpleAggregateFunction(any, String),
+    details     AggregateFunction(argMin, Tuple(UInt32, Array(String), Array(String)), Tuple(DateTime('UTC'), String, UInt32)),
+    detail_key  SimpleAggregateFunction(min, Tuple(DateTime('UTC'), String, UInt32)),
+    labels      AggregateFunction(argMax, Array(String), Tuple(DateTime('UTC'), String, UInt32)),
+    labels_key  SimpleAggregateFunction(max, Tuple(DateTime('UTC'), String, UInt32))
+)
+ENGINE = AggregatingMergeTree
 ORDER BY id;
 
--- Aggregates get private names first: ClickHouse aliases are visible everywhere in a query, so
--- `argMin(cwe_id, ...) AS cwe_id` would refer to itself.
+CREATE MATERIALIZED VIEW IF NOT EXISTS issue_claims_to_issues TO issues AS
+SELECT
+    id,
+    any(summary)                                                                             AS summary,
+    any(description)                                                                         AS description,
+    argMinState((cwe_id, recommendations, reference_links), (detail_time, detail_check_id, detail_pos)) AS details,
+    min((detail_time, detail_check_id, detail_pos))                                          AS detail_key,
+    argMaxState(labels, (labels_time, labels_check_id, labels_pos))                           AS labels,
+    max((labels_time, labels_check_id, labels_pos))                                          AS labels_key
+FROM issue_claims
+GROUP BY id;
+
+-- The current issue: one row per id with the winning claims.
 CREATE VIEW IF NOT EXISTS issues_current AS
 SELECT
     id,
-    summary_w         AS summary,
-    description_w     AS description,
-    cwe_id_w          AS cwe_id,
-    recommendations_w AS recommendations,
-    reference_links_w AS reference_links,
-    detail_key,
-    labels_w          AS labels,
-    labels_key
+    summary_w              AS summary,
+    description_w          AS description,
+    details_w.1            AS cwe_id,
+    details_w.2            AS recommendations,
+    details_w.3            AS reference_links,
+    detail_key_w           AS detail_key,
+    labels_w               AS labels,
+    labels_key_w           AS labels_key
 FROM
 (
     SELECT
         id,
-        any(summary)                                                                   AS summary_w,
-        any(description)                                                               AS description_w,
-        argMin(cwe_id, (detail_time, detail_check_id, detail_pos))                     AS cwe_id_w,
-        argMin(recommendations, (detail_time, detail_check_id, detail_pos))            AS recommendations_w,
-        argMin(reference_links, (detail_time, detail_check_id, detail_pos))            AS reference_links_w,
-        min((detail_time, detail_check_id, detail_pos))                                AS detail_key,
-        argMaxIf(labels, (labels_time, labels_check_id, labels_pos), notEmpty(labels)) AS labels_w,
-        maxIf((labels_time, labels_check_id, labels_pos), notEmpty(labels))            AS labels_key
+        any(summary)          AS summary_w,
+        any(description)      AS description_w,
+        argMinMerge(details)  AS details_w,
+        min(detail_key)       AS detail_key_w,
+        argMaxMerge(labels)   AS labels_w,
+        max(labels_key)       AS labels_key_w
     FROM issues
     GROUP BY id
 );

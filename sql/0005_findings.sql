@@ -10,6 +10,11 @@
 -- The scalar columns after the arrays are precomputed from the periods so the statistics evaluated
 -- at "now" (current exposure, total exposure, MTTR without dates) scan plain columns.
 --
+-- A finding's current attributes are those of its latest FOUND event (SPEC §3.5.6). The row keeps
+-- only that event's score (statistics need it for every finding); details, resources and the last
+-- source are read from finding_events for the findings a request shows. So a repeated detection
+-- that changes neither the periods nor the score writes no new version.
+--
 -- prev_status/prev_severity record the state this version replaces ('NONE' for a new finding):
 -- each insert carries its own delta, which feeds finding_state_deltas (0006) atomically.
 CREATE TABLE IF NOT EXISTS findings
@@ -31,19 +36,6 @@ CREATE TABLE IF NOT EXISTS findings
     ttr_count                UInt32,
     family_ids               Array(UUID),
     family_periods           Array(Tuple(family_id UUID, found_at DateTime('UTC'), fixed_at DateTime('UTC'))),
-    details                  String,
-    impact_details           String,
-    resources                String,
-    fingerprint              String,
-    affected_resource_string String,
-    last_event_time          DateTime('UTC'),
-    last_event_check_id      String,
-    last_event_pos           UInt32,
-    source_id                UUID,
-    source_name              LowCardinality(String),
-    source_component         LowCardinality(String),
-    source_instance          String,
-    source_options           String,
     prev_status              Enum8('NONE' = 0, 'OPEN' = 1, 'FIXED' = 2),
     prev_severity            Enum8('informational' = 0, 'low' = 1, 'medium' = 2, 'high' = 3, 'critical' = 4),
     updated_at               DateTime('UTC'),

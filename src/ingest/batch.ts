@@ -1,7 +1,7 @@
 import { eventId } from '../domain/ids.js';
 import { nowSeconds } from '../domain/time.js';
 import type { Store } from '../storage/gateway.js';
-import { latestEventOf, nextFindingRow, type FindingRow, type FindingState } from './finding-state.js';
+import { nextFindingRow, type FindingRow, type FindingState } from './finding-state.js';
 import { compareRank, type DetectionRank, type IssueClaim, type NormalizedReport } from './normalize.js';
 import { extendFamily, isOpen, walkFamily, type FamilySource, type Period } from './periods.js';
 import * as q from './queries.js';
@@ -122,52 +122,63 @@ function rebuildPair(
   }
 }
 
+interface BestClaims {
+  claim: IssueClaim;
+  detail: DetectionRank;
+  details: IssueClaim['details'];
+  labelsRank?: DetectionRank;
+  labels?: string[];
+}
+
+/** The issue claims of the batch that beat the stored ones (earliest details, latest labels). */
 function issueRows(reports: NormalizedReport[], stored: Map<string, q.IssueClaimKeys>) {
-  interface Best {
-    claim: IssueClaim;
-    detail: DetectionRank & IssueClaim['details'];
-    labels?: DetectionRank & { labels: string[] };
-  }
-  const best = new Map<string, Best>();
+  const best = new Map<string, BestClaims>();
   for (const r of reports) {
     for (const claim of r.issues) {
-      const detail = { ...claim.details, time: r.time, checkId: r.instance };
-      const labels = claim.labels ? { ...claim.labels, time: r.time, checkId: r.instance } : undefined;
+      const detail = { time: r.time, checkId: r.instance, pos: claim.details.pos };
+      const labelsRank = claim.labels ? { time: r.time, checkId: r.instance, pos: claim.labels.pos } : undefined;
       const b = best.get(claim.issueId);
       if (!b) {
-        best.set(claim.issueId, { claim, detail, ...(labels ? { labels } : {}) });
+        best.set(claim.issueId, { claim, detail, details: claim.details, ...(labelsRank ? { labelsRank, labels: claim.labels!.labels } : {}) });
         continue;
       }
-      if (compareRank(detail, b.detail) < 0) b.detail = detail;
-      if (labels && (!b.labels || compareRank(labels, b.labels) > 0)) b.labels = labels;
+      if (compareRank(detail, b.detail) < 0) {
+        b.detail = detail;
+        b.details = claim.details;
+      }
+      if (labelsRank && (!b.labelsRank || compareRank(labelsRank, b.labelsRank) > 0)) {
+        b.labelsRank = labelsRank;
+        b.labels = claim.labels!.labels;
+      }
     }
   }
   const rows = [];
   for (const [id, b] of best) {
     const known = stored.get(id);
     const improvesDetail = !known || compareRank(b.detail, known.detail) < 0;
-    const improvesLabels = b.labels !== undefined && (!known?.labels || compareRank(b.labels, known.labels) > 0);
+    const improvesLabels = b.labelsRank !== undefined && (!known?.labels || compareRank(b.labelsRank, known.labels) > 0);
     if (!improvesDetail && !improvesLabels) continue;
     rows.push({
       id,
       summary: b.claim.summary,
       description: b.claim.description,
-      cwe_id: b.detail.cweId,
-      recommendations: b.detail.recommendations,
-      reference_links: b.detail.referenceLinks,
+      cwe_id: b.details.cweId,
+      recommendations: b.details.recommendations,
+      reference_links: b.details.referenceLinks,
       detail_time: b.detail.time,
       detail_check_id: b.detail.checkId,
       detail_pos: b.detail.pos,
-      labels: b.labels?.labels ?? [],
-      labels_time: b.labels?.time ?? 0,
-      labels_check_id: b.labels?.checkId ?? '',
-      labels_pos: b.labels?.pos ?? 0,
+      labels: b.labels ?? [],
+      labels_time: b.labelsRank?.time ?? 0,
+      labels_check_id: b.labelsRank?.checkId ?? '',
+      labels_pos: b.labelsRank?.pos ?? 0,
     });
   }
   return rows;
 }
 
-function eventRows(reports: NormalizedReport[]) {
+/** FOUND event rows of the reports (exported for the ingest benchmark's raw insert baseline). */
+export function eventRows(reports: NormalizedReport[]) {
   return reports.flatMap((r) =>
     r.detections.map((d) => ({
       id: eventId(d.findingId, r.sourceId),
@@ -186,6 +197,37 @@ function eventRows(reports: NormalizedReport[]) {
       impact_details: d.impactDetails,
     })),
   );
+}
+
+/**
+ * §3.5.6: a finding's score is its latest FOUND event's. When every family that ever detected a
+ * finding is extended at its end by this batch, its newest event here is later than all stored
+ * ones; otherwise (out-of-order reports, families left as they are, recovery) the stored latest
+ * event is read and compared.
+ */
+async function updateScores(
+  store: Store,
+  states: Map<string, FindingState>,
+  newest: Map<string, { rank: DetectionRank; score: number }>,
+  pairs: Pair[],
+): Promise<void> {
+  const fast = new Set(pairs.filter((p) => p.fast).map((p) => q.pairKey(p.targetId, p.familyId)));
+  const slow = new Set(pairs.filter((p) => !p.fast).map((p) => q.pairKey(p.targetId, p.familyId)));
+  const exact: string[] = [];
+  for (const [id, latest] of newest) {
+    const s = states.get(id)!;
+    const families = [...(s.stored ? s.stored.content.family_ids : []), ...s.familyPeriods.keys()];
+    const provable = families.every((f) => fast.has(q.pairKey(s.targetId, f)) && !slow.has(q.pairKey(s.targetId, f)));
+    if (provable) s.score = latest.score;
+    else exact.push(id);
+  }
+  if (exact.length === 0) return;
+  const stored = await q.latestEvents(store, exact);
+  for (const id of exact) {
+    const mine = newest.get(id)!;
+    const theirs = stored.get(id);
+    states.get(id)!.score = theirs && compareRank(theirs.rank, mine.rank) > 0 ? theirs.score : mine.score;
+  }
 }
 
 export async function ingestBatch(store: Store, reports: NormalizedReport[], opts: BatchOptions = {}): Promise<BatchResult> {
@@ -217,23 +259,23 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
     anyFamilies: unique(slow.map((p) => p.familyId)),
   });
 
-  // New findings, and §3.5.6: attributes come from the latest FOUND event.
+  // New findings, and the latest FOUND event of each finding this batch detects.
+  const newest = new Map<string, { rank: DetectionRank; score: number }>();
   for (const r of fresh) {
     for (const d of r.detections) {
-      const candidate = latestEventOf(r, d);
-      const state = states.get(d.findingId);
-      if (!state) {
+      if (!states.has(d.findingId)) {
         states.set(d.findingId, {
           id: d.findingId,
           targetId: r.targetId,
           issueId: d.issueId,
           affectedResource: d.affectedResource,
           familyPeriods: new Map(),
-          latest: candidate,
+          score: d.score,
         });
-      } else if (compareRank(candidate, state.latest) > 0) {
-        state.latest = candidate;
       }
+      const rank = { time: r.time, checkId: r.instance, pos: d.pos };
+      const known = newest.get(d.findingId);
+      if (!known || compareRank(rank, known.rank) > 0) newest.set(d.findingId, { rank, score: d.score });
     }
   }
 
@@ -264,6 +306,8 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
     }
   }
 
+  await updateScores(store, states, newest, pairs);
+
   const findingRows: FindingRow[] = [];
   for (const s of states.values()) {
     const row = nextFindingRow(s, now);
@@ -287,7 +331,7 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
   await step('issues', async () => {
     const rows = issueRows(fresh, await q.issueClaimKeys(store, unique(fresh.flatMap((r) => r.issues.map((i) => i.issueId)))));
     counts.issues = rows.length;
-    await store.insert('issues', rows);
+    await store.insert('issue_claims', rows);
   });
   await step('events', async () => {
     let rows = eventRows(fresh);

@@ -1,26 +1,10 @@
 import { severityOf, type Severity } from '../domain/severity.js';
-import type { Detection, DetectionRank, NormalizedReport } from './normalize.js';
 import { summarise, unionPeriods, type Period } from './periods.js';
 
 /**
- * A finding as the worker derives it: each detecting family's own periods plus the attributes
- * of its latest FOUND event (SPEC §3.5). Everything else stored in a findings row is computed
- * from these in toFindingRow.
+ * A finding as the worker derives it: each detecting family's own periods plus the score of its
+ * latest FOUND event (SPEC §3.5). Everything else stored in a findings row is computed from these.
  */
-
-export interface LatestEvent extends DetectionRank {
-  score: number;
-  details: string;
-  impactDetails: string;
-  resources: string;
-  fingerprint: string;
-  affectedResourceString: string;
-  sourceId: string;
-  sourceName: string;
-  sourceComponent: string;
-  sourceInstance: string;
-  sourceOptions: string;
-}
 
 export interface FindingState {
   id: string;
@@ -28,28 +12,10 @@ export interface FindingState {
   issueId: string;
   affectedResource: string;
   familyPeriods: Map<string, Period[]>;
-  latest: LatestEvent;
+  /** Score of the latest FOUND event. */
+  score: number;
   /** What is stored now; absent for a finding this batch creates. */
-  stored?: { version: number; status: 'OPEN' | 'FIXED'; severity: Severity; signature: string };
-}
-
-export function latestEventOf(report: NormalizedReport, d: Detection): LatestEvent {
-  return {
-    time: report.time,
-    checkId: report.instance,
-    pos: d.pos,
-    score: d.score,
-    details: d.details,
-    impactDetails: d.impactDetails,
-    resources: d.resources,
-    fingerprint: d.fingerprint,
-    affectedResourceString: d.affectedResourceString,
-    sourceId: report.sourceId,
-    sourceName: report.name,
-    sourceComponent: report.component,
-    sourceInstance: report.instance,
-    sourceOptions: report.options,
-  };
+  stored?: { version: number; content: FindingContent };
 }
 
 /** The columns of a findings row that derive from the state (everything but version bookkeeping). */
@@ -69,20 +35,8 @@ export interface FindingContent {
   ttr_sum: number;
   ttr_count: number;
   family_ids: string[];
-  family_periods: { family_id: string; found_at: number; fixed_at: number }[];
-  details: string;
-  impact_details: string;
-  resources: string;
-  fingerprint: string;
-  affected_resource_string: string;
-  last_event_time: number;
-  last_event_check_id: string;
-  last_event_pos: number;
-  source_id: string;
-  source_name: string;
-  source_component: string;
-  source_instance: string;
-  source_options: string;
+  /** (family_id, found_at, fixed_at) per period. */
+  family_periods: [string, number, number][];
 }
 
 export interface FindingRow extends FindingContent {
@@ -95,19 +49,18 @@ export interface FindingRow extends FindingContent {
 export function findingContent(state: FindingState): FindingContent {
   const families = [...state.familyPeriods.keys()].sort();
   const familyPeriods = families.flatMap((family_id) =>
-    (state.familyPeriods.get(family_id) ?? []).map((p) => ({ family_id, found_at: p.found, fixed_at: p.fixed })),
+    (state.familyPeriods.get(family_id) ?? []).map((p): [string, number, number] => [family_id, p.found, p.fixed]),
   );
   const periods = unionPeriods([...state.familyPeriods.values()].flat());
   const summary = summarise(periods);
-  const l = state.latest;
   return {
     id: state.id,
     target_id: state.targetId,
     issue_id: state.issueId,
     affected_resource: state.affectedResource,
     status: summary.status,
-    score: l.score,
-    severity: severityOf(l.score),
+    score: state.score,
+    severity: severityOf(state.score),
     found_at: periods.map((p) => p.found),
     fixed_at: periods.map((p) => p.fixed),
     first_found_at: summary.firstFoundAt,
@@ -117,23 +70,26 @@ export function findingContent(state: FindingState): FindingContent {
     ttr_count: summary.ttrCount,
     family_ids: families,
     family_periods: familyPeriods,
-    details: l.details,
-    impact_details: l.impactDetails,
-    resources: l.resources,
-    fingerprint: l.fingerprint,
-    affected_resource_string: l.affectedResourceString,
-    last_event_time: l.time,
-    last_event_check_id: l.checkId,
-    last_event_pos: l.pos,
-    source_id: l.sourceId,
-    source_name: l.sourceName,
-    source_component: l.sourceComponent,
-    source_instance: l.sourceInstance,
-    source_options: l.sourceOptions,
   };
 }
 
-export const signatureOf = (content: FindingContent) => JSON.stringify(content);
+function sameArray<T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean = (x, y) => x === y): boolean {
+  return a.length === b.length && a.every((x, i) => same(x, b[i]!));
+}
+
+/** Whether two contents would store the same row (compared field by field: this runs per finding). */
+export function sameContent(a: FindingContent, b: FindingContent): boolean {
+  for (const k of Object.keys(a) as (keyof FindingContent)[]) {
+    const x = a[k];
+    const y = b[k];
+    if (Array.isArray(x)) {
+      if (k === 'family_periods') {
+        if (!sameArray(a.family_periods, b.family_periods, (p, q) => p[0] === q[0] && p[1] === q[1] && p[2] === q[2])) return false;
+      } else if (!sameArray(x as unknown[], y as unknown[])) return false;
+    } else if (x !== y) return false;
+  }
+  return true;
+}
 
 /**
  * The row to append for a state, or undefined when nothing stored would change. Versions count
@@ -143,12 +99,12 @@ export const signatureOf = (content: FindingContent) => JSON.stringify(content);
 export function nextFindingRow(state: FindingState, now: number): FindingRow | undefined {
   const content = findingContent(state);
   const stored = state.stored;
-  if (stored && stored.signature === signatureOf(content)) return undefined;
+  if (stored && sameContent(stored.content, content)) return undefined;
   return {
     ...content,
     version: (stored?.version ?? 0) + 1,
-    prev_status: stored?.status ?? 'NONE',
-    prev_severity: stored?.severity ?? 'informational',
+    prev_status: stored?.content.status ?? 'NONE',
+    prev_severity: stored?.content.severity ?? 'informational',
     updated_at: now,
   };
 }

@@ -1,7 +1,6 @@
-import type { Severity } from '../domain/severity.js';
 import type { Store } from '../storage/gateway.js';
 import type { FindingState } from './finding-state.js';
-import { findingContent, signatureOf } from './finding-state.js';
+import { findingContent } from './finding-state.js';
 import type { DetectionRank } from './normalize.js';
 import type { FamilySource, Period } from './periods.js';
 
@@ -43,19 +42,14 @@ export async function issueClaimKeys(store: Store, ids: string[]): Promise<Map<s
     dt: number;
     dc: string;
     dp: number;
-    has_labels: number;
     lt: number;
     lc: string;
     lp: number;
   }>(
-    `SELECT issue AS id, toUInt32(d.1) AS dt, d.2 AS dc, d.3 AS dp,
-            has_labels, toUInt32(l.1) AS lt, l.2 AS lc, l.3 AS lp
+    `SELECT issue AS id, toUInt32(d.1) AS dt, d.2 AS dc, d.3 AS dp, toUInt32(l.1) AS lt, l.2 AS lc, l.3 AS lp
      FROM
      (
-         SELECT id AS issue,
-                min((detail_time, detail_check_id, detail_pos)) AS d,
-                maxIf((labels_time, labels_check_id, labels_pos), notEmpty(labels)) AS l,
-                countIf(notEmpty(labels)) > 0 AS has_labels
+         SELECT id AS issue, min(detail_key) AS d, max(labels_key) AS l
          FROM issues
          WHERE id IN {ids:Array(UUID)}
          GROUP BY id
@@ -67,7 +61,8 @@ export async function issueClaimKeys(store: Store, ids: string[]): Promise<Map<s
       r.id,
       {
         detail: { time: r.dt, checkId: r.dc, pos: r.dp },
-        labels: r.has_labels ? { time: r.lt, checkId: r.lc, pos: r.lp } : undefined,
+        // A key of (0, '', 0) is the "no labels" claim.
+        labels: r.lt > 0 || r.lc !== '' ? { time: r.lt, checkId: r.lc, pos: r.lp } : undefined,
       },
     ]),
   );
@@ -92,23 +87,8 @@ interface FindingStateRow {
   issue_id: string;
   affected_resource: string;
   version: number;
-  status: 'OPEN' | 'FIXED';
-  severity: Severity;
   score: number;
   fp: [string, number, number][];
-  details: string;
-  impact_details: string;
-  resources: string;
-  fingerprint: string;
-  affected_resource_string: string;
-  le_time: number;
-  last_event_check_id: string;
-  last_event_pos: number;
-  source_id: string;
-  source_name: string;
-  source_component: string;
-  source_instance: string;
-  source_options: string;
 }
 
 function stateFromRow(r: FindingStateRow): FindingState {
@@ -124,29 +104,9 @@ function stateFromRow(r: FindingStateRow): FindingState {
     issueId: r.issue_id,
     affectedResource: r.affected_resource,
     familyPeriods,
-    latest: {
-      time: r.le_time,
-      checkId: r.last_event_check_id,
-      pos: r.last_event_pos,
-      score: r.score,
-      details: r.details,
-      impactDetails: r.impact_details,
-      resources: r.resources,
-      fingerprint: r.fingerprint,
-      affectedResourceString: r.affected_resource_string,
-      sourceId: r.source_id,
-      sourceName: r.source_name,
-      sourceComponent: r.source_component,
-      sourceInstance: r.source_instance,
-      sourceOptions: r.source_options,
-    },
+    score: r.score,
   };
-  state.stored = {
-    version: r.version,
-    status: r.status,
-    severity: r.severity,
-    signature: signatureOf(findingContent(state)),
-  };
+  state.stored = { version: r.version, content: findingContent(state) };
   return state;
 }
 
@@ -161,11 +121,8 @@ export async function loadFindings(
 ): Promise<Map<string, FindingState>> {
   if (q.targets.length === 0) return new Map();
   const rows = await store.query<FindingStateRow>(
-    `SELECT id, target_id, issue_id, affected_resource, version, status, severity, score,
-            arrayMap(p -> (p.1, toUInt32(p.2), toUInt32(p.3)), family_periods) AS fp,
-            details, impact_details, resources, fingerprint, affected_resource_string,
-            toUInt32(last_event_time) AS le_time, last_event_check_id, last_event_pos,
-            source_id, source_name, source_component, source_instance, source_options
+    `SELECT id, target_id, issue_id, affected_resource, version, score,
+            arrayMap(p -> (p.1, toUInt32(p.2), toUInt32(p.3)), family_periods) AS fp
      FROM findings FINAL
      WHERE target_id IN {targets:Array(UUID)}
        AND (id IN {ids:Array(UUID)}
@@ -207,6 +164,26 @@ export async function familyEvents(
     { findingIds, families },
   );
   return rows.map((r) => ({ findingId: r.f, sourceId: r.s }));
+}
+
+/** Rank and score of each finding's latest stored FOUND event (SPEC §3.5.6). */
+export async function latestEvents(
+  store: Store,
+  findingIds: string[],
+): Promise<Map<string, { rank: DetectionRank; score: number }>> {
+  if (findingIds.length === 0) return new Map();
+  const rows = await store.query<{ finding: string; t: number; c: string; p: number; score: number }>(
+    `SELECT finding, toUInt32(latest.1) AS t, latest.2 AS c, latest.3 AS p, score
+     FROM
+     (
+         SELECT finding_id AS finding, max((time, check_id, pos)) AS latest, argMax(score, (time, check_id, pos)) AS score
+         FROM finding_events
+         WHERE finding_id IN {findingIds:Array(UUID)}
+         GROUP BY finding_id
+     )`,
+    { findingIds },
+  );
+  return new Map(rows.map((r) => [r.finding, { rank: { time: r.t, checkId: r.c, pos: r.p }, score: r.score }]));
 }
 
 /** Event ids already stored (only asked when a batch retries work that may be half written). */

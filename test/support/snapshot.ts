@@ -9,9 +9,13 @@ export async function snapshot(store: Store) {
     `SELECT toString(id) AS id, toString(target_id) AS target, toString(issue_id) AS issue, affected_resource,
             toString(status) AS status, score, toString(severity) AS severity,
             arrayMap(t -> toUInt32(t), found_at) AS found, arrayMap(t -> toUInt32(t), fixed_at) AS fixed,
-            closed_exposure, ttr_sum, ttr_count, details, resources, fingerprint,
-            toString(source_id) AS source, arraySort(arrayMap(p -> (toString(p.1), toUInt32(p.2), toUInt32(p.3)), family_periods)) AS fp
+            closed_exposure, ttr_sum, ttr_count, arraySort(arrayMap(p -> (toString(p.1), toUInt32(p.2), toUInt32(p.3)), family_periods)) AS fp
      FROM findings FINAL ORDER BY id`,
+  );
+  // Each finding's latest FOUND event (its current attributes and last source, SPEC §3.5.6).
+  const latest = await store.query<Record<string, unknown>>(
+    `SELECT toString(finding_id) AS finding, argMax((toString(source_id), score, details, resources, fingerprint), (time, check_id, pos)) AS event
+     FROM finding_events GROUP BY finding_id ORDER BY finding`,
   );
   const counts = await store.query<Record<string, unknown>>(
     `SELECT toString(target_id) AS target, toString(severity) AS severity, toString(status) AS status, sum(findings) AS n
@@ -27,7 +31,7 @@ export async function snapshot(store: Store) {
             (SELECT uniqExact(id) FROM finding_events) AS distinct_events,
             (SELECT count() FROM targets FINAL) AS targets`,
   );
-  return { findings, counts, issues, sizes };
+  return { findings, latest, counts, issues, sizes };
 }
 
 /** Open/fixed counts recomputed from the latest finding versions (what the MV must equal). */
@@ -35,5 +39,16 @@ export async function countsFromFindings(store: Store) {
   return store.query<Record<string, unknown>>(
     `SELECT toString(target_id) AS target, toString(severity) AS severity, toString(status) AS status, count() AS n
      FROM findings FINAL GROUP BY target_id, severity, status ORDER BY target, severity, status`,
+  );
+}
+
+/** Findings whose stored score is not their latest FOUND event's score (must be none). */
+export async function scoreMismatches(store: Store) {
+  return store.query<Record<string, unknown>>(
+    `SELECT toString(f.id) AS id, f.score AS stored, e.score AS latest
+     FROM (SELECT id, score FROM findings FINAL) AS f
+     INNER JOIN (SELECT finding_id, argMax(score, (time, check_id, pos)) AS score FROM finding_events GROUP BY finding_id) AS e
+     ON e.finding_id = f.id
+     WHERE f.score != e.score`,
   );
 }

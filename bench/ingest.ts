@@ -1,0 +1,113 @@
+/**
+ * npm run bench:ingest [-- --reports 200000 --keep]
+ *
+ * End-to-end ingestion throughput: a producer process enqueues a synthetic history (10
+ * vulnerabilities per report) on the checks queue while this process runs the ingest worker on a
+ * fresh embedded store; committed reports are sampled every second until all are in. Next to it,
+ * the raw insert rate of the same FOUND event rows into the same engine (JSONEachRow inserts of
+ * 10,000 rows, the size one batch writes) is measured in the same run.
+ * Results: bench/results/ingest-<reports>.json and the console.
+ */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { loadConfig } from '../src/config.js';
+import { eventRows } from '../src/ingest/batch.js';
+import { prepareReport, type Prepared } from '../src/ingest/prepare.js';
+import { createLogger } from '../src/log.js';
+import { startService } from '../src/service.js';
+import { syntheticReports, VULNS_PER_REPORT } from './lib/synthetic.js';
+
+const args = process.argv.slice(2);
+const arg = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1]! : fallback;
+};
+const REPORTS = Number(arg('reports', '200000'));
+const SCANS = 25;
+const TARGETS = Math.ceil(REPORTS / SCANS);
+const KEEP = args.includes('--keep');
+const DATA_DIR = arg('data-dir', path.join(os.tmpdir(), `vulndb-bench-ingest-${REPORTS}`));
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+const log = createLogger('warn');
+fs.rmSync(DATA_DIR, { recursive: true, force: true });
+const config = loadConfig({ ...process.env, DATA_DIR, REDIS_URL, LOG_LEVEL: 'warn', DB_API_PORT: '0', METRICS_API_PORT: '0' });
+const id = randomUUID().slice(0, 8);
+const names = { queuePrefix: `bench-${id}`, keyPrefix: `bench-${id}` };
+
+console.log(`ingest benchmark: ${REPORTS} reports × ${VULNS_PER_REPORT} vulnerabilities, ${TARGETS} targets, batch ${config.ingest.batchSize}`);
+const service = await startService(config, { api: false, worker: true, log, names });
+const count = async (table: string) =>
+  (await service.store.query<{ n: number }>(`SELECT count() AS n FROM ${table}`))[0]!.n;
+
+// --- end to end -------------------------------------------------------------------------------
+const started = performance.now();
+const producer = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/produce.ts', REDIS_URL, names.queuePrefix, String(TARGETS), String(SCANS)], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+let produced: { sent: number; seconds: number; pausedSeconds: number } | undefined;
+producer.stdout.on('data', (d: Buffer) => (produced = JSON.parse(d.toString())));
+
+const samples: { t: number; committed: number }[] = [];
+for (;;) {
+  await new Promise((r) => setTimeout(r, 1000));
+  const committed = await count('sources');
+  const t = (performance.now() - started) / 1000;
+  samples.push({ t, committed });
+  if (samples.length % 10 === 0) console.log(`  ${t.toFixed(0)} s: ${committed} reports committed (${Math.round(committed / t)}/s)`);
+  if (committed >= REPORTS) break;
+}
+const seconds = samples[samples.length - 1]!.t;
+const windows = samples
+  .slice(5)
+  .map((s, i, a) => (i >= 10 ? (s.committed - a[i - 10]!.committed) / (s.t - a[i - 10]!.t) : undefined))
+  .filter((x): x is number => x !== undefined)
+  .sort((a, b) => a - b);
+const [events, findings] = [await count('finding_events'), await count('findings FINAL')];
+
+// --- raw insert of the same event rows --------------------------------------------------------
+await service.store.command('CREATE TABLE bench_raw_events AS finding_events');
+const sample: Record<string, unknown>[] = [];
+for (const raw of syntheticReports({ targets: TARGETS, scans: SCANS, churn: 0.01 })) {
+  const p = prepareReport(raw, { maxEventAgeDays: 0, now: 0 }) as Extract<Prepared, { kind: 'report' }>;
+  sample.push(...eventRows([p.report]));
+  if (sample.length >= 200_000) break;
+}
+const rawStarted = performance.now();
+for (let i = 0; i < sample.length; i += 10_000) await service.store.insert('bench_raw_events', sample.slice(i, i + 10_000));
+const rawSeconds = (performance.now() - rawStarted) / 1000;
+
+await service.close();
+const redis = new Redis(REDIS_URL);
+const leftovers = await redis.keys(`bench-${id}:*`);
+if (leftovers.length) await redis.del(...leftovers);
+await redis.quit();
+if (!KEEP) fs.rmSync(DATA_DIR, { recursive: true, force: true });
+
+const result = {
+  date: new Date().toISOString(),
+  machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
+  parameters: { reports: REPORTS, targets: TARGETS, scans: SCANS, vulnerabilitiesPerReport: VULNS_PER_REPORT, batchSize: config.ingest.batchSize },
+  endToEnd: {
+    seconds: +seconds.toFixed(1),
+    reportsPerSecond: Math.round(REPORTS / seconds),
+    eventsPerSecond: Math.round(events / seconds),
+    sustainedReportsPerSecond: {
+      median10s: Math.round(windows[Math.floor(windows.length / 2)] ?? 0),
+      min10s: Math.round(windows[0] ?? 0),
+    },
+    producer: produced,
+  },
+  stored: { reports: REPORTS, findings, events },
+  rawInsert: { rows: sample.length, seconds: +rawSeconds.toFixed(2), eventsPerSecond: Math.round(sample.length / rawSeconds) },
+};
+fs.mkdirSync('bench/results', { recursive: true });
+const out = `bench/results/ingest-${REPORTS}.json`;
+fs.writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
+console.log(JSON.stringify(result, null, 2));
+console.log(`written to ${out}`);
+process.exit(0);

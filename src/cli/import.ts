@@ -1,0 +1,87 @@
+import type { Queue } from 'bullmq';
+import { checkReport } from '../queue/contract.js';
+import { enqueueReports } from '../queue/producer.js';
+import { readReports } from './read-reports.js';
+
+/**
+ * `vulndb import`: validates reports like the worker will and enqueues the valid ones in bulk,
+ * pausing while the queue holds more than `maxPending` jobs so a backfill of millions of reports
+ * never floods Redis. Invalid reports are reported with their origin and reason.
+ */
+
+export interface ImportOptions {
+  inputs: string[];
+  queue: Queue;
+  chunkSize?: number;
+  maxPending?: number;
+  /** How many rejection reasons to keep for the summary. */
+  keepRejections?: number;
+  onProgress?: (p: ImportProgress) => void;
+}
+
+export interface ImportProgress {
+  read: number;
+  accepted: number;
+  ignored: number;
+  rejected: number;
+}
+
+export interface ImportSummary extends ImportProgress {
+  rejections: { origin: string; reason: string }[];
+  seconds: number;
+}
+
+async function pendingJobs(queue: Queue): Promise<number> {
+  const c = await queue.getJobCounts('waiting', 'prioritized', 'delayed');
+  return Object.values(c).reduce((a, b) => a + b, 0);
+}
+
+export async function importReports(opts: ImportOptions): Promise<ImportSummary> {
+  const chunkSize = opts.chunkSize ?? 500;
+  const maxPending = opts.maxPending ?? 50_000;
+  const keep = opts.keepRejections ?? 100;
+  const started = performance.now();
+  const p: ImportProgress = { read: 0, accepted: 0, ignored: 0, rejected: 0 };
+  const rejections: ImportSummary['rejections'] = [];
+  let chunk: unknown[] = [];
+
+  const reject = (origin: string, reason: string) => {
+    p.rejected += 1;
+    if (rejections.length < keep) rejections.push({ origin, reason });
+  };
+  const flush = async () => {
+    if (chunk.length === 0) return;
+    while ((await pendingJobs(opts.queue)) > maxPending) await new Promise((r) => setTimeout(r, 200));
+    await enqueueReports(opts.queue, chunk);
+    p.accepted += chunk.length;
+    chunk = [];
+    opts.onProgress?.({ ...p });
+  };
+
+  for await (const record of readReports(opts.inputs)) {
+    p.read += 1;
+    if (record.error !== undefined) {
+      reject(record.origin, record.error);
+      continue;
+    }
+    const verdict = checkReport(record.data);
+    if (verdict.kind === 'invalid') reject(record.origin, verdict.reason);
+    else if (verdict.kind === 'ignored') p.ignored += 1; // valid, but the worker would ignore it
+    else chunk.push(record.data);
+    if (chunk.length >= chunkSize) await flush();
+    else if (p.read % chunkSize === 0) opts.onProgress?.({ ...p });
+  }
+  await flush();
+  return { ...p, rejections, seconds: (performance.now() - started) / 1000 };
+}
+
+/** Waits until the queue holds no waiting, delayed or active jobs. */
+export async function waitForQueueDrain(queue: Queue, onTick?: (remaining: number) => void): Promise<void> {
+  for (;;) {
+    const c = await queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active');
+    const remaining = Object.values(c).reduce((a, b) => a + b, 0);
+    onTick?.(remaining);
+    if (remaining === 0) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

@@ -1,0 +1,155 @@
+import { Command, Option } from 'commander';
+import { ConfigError, loadConfig, type Config } from '../config.js';
+import { seedDemo } from '../demo/seed.js';
+import { createLogger, type Logger } from '../log.js';
+import { checksQueue } from '../queue/producer.js';
+import { defaultRedisNames, requestConnection, whenReady } from '../queue/redis.js';
+import { startService, type Service } from '../service.js';
+import { openStore } from '../storage/gateway.js';
+import { migrate } from '../storage/migrate.js';
+import { importReports, waitForQueueDrain, type ImportProgress } from './import.js';
+import { totalInputBytes } from './read-reports.js';
+
+/** The `vulndb` command: run the service, apply migrations, import reports. */
+
+function config(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+function onSignals(service: Service, log: Logger) {
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      log.warn('second signal: exiting without waiting', { signal });
+      process.exit(1);
+    }
+    stopping = true;
+    log.info('signal received, stopping gracefully', { signal });
+    service.close().then(
+      () => process.exit(0),
+      (err) => {
+        log.error('shutdown failed', { err });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+function progressLine(p: ImportProgress, seconds: number): string {
+  const rate = seconds > 0 ? Math.round(p.accepted / seconds) : 0;
+  return `read ${p.read}  accepted ${p.accepted}  ignored ${p.ignored}  rejected ${p.rejected}  (${rate}/s)`;
+}
+
+const program = new Command()
+  .name('vulndb')
+  .description('Vulnerability tracking service: Vulcan check reports in, findings and security metrics out.')
+  .showHelpAfterError();
+
+program
+  .command('serve')
+  .description('run the service: both APIs and the ingest worker (default), or one role in server mode')
+  .argument('[role]', 'all (default), api or worker')
+  .option('--demo', 'also enqueue a generated six-month history (only into an empty store)')
+  .action(async (role: string | undefined, opts: { demo?: boolean }) => {
+    const cfg = config();
+    const log = createLogger(cfg.logLevel);
+    const r = role ?? 'all';
+    if (!['all', 'api', 'worker'].includes(r)) program.error(`unknown role "${r}": use all, api or worker`);
+    const service = await startService(cfg, { api: r !== 'worker', worker: r !== 'api', log });
+    onSignals(service, log);
+    if (opts.demo) {
+      const queue = service.queue ?? checksQueue(service.redis, defaultRedisNames);
+      await seedDemo({ store: service.store, queue, log });
+      if (service.dbApiUrl) {
+        log.info('demo ready: try these', {
+          findings: `${service.dbApiUrl}/findings?status=OPEN`,
+          size: `${service.dbApiUrl}/stats/size`,
+          open: `${service.dbApiUrl}/stats/open`,
+          mttr: `${service.dbApiUrl}/stats/mttr`,
+        });
+      }
+    }
+  });
+
+program
+  .command('migrate')
+  .description('apply the SQL migrations of sql/ (also done at every start)')
+  .action(async () => {
+    const cfg = config();
+    const log = createLogger(cfg.logLevel);
+    const store = await openStore(cfg.store);
+    const applied = await migrate(store, log);
+    await store.close();
+    process.stdout.write(applied.length ? `applied migrations ${applied.join(', ')}\n` : 'schema up to date\n');
+  });
+
+program
+  .command('import')
+  .description('validate and enqueue reports from JSON files, JSON arrays or JSON lines (files, directories, or - for stdin)')
+  .argument('<inputs...>', 'files, directories or -')
+  .option('--wait', 'wait until the worker has processed every queued report')
+  .addOption(new Option('--max-pending <n>', 'pause enqueueing while the queue holds more jobs than this').default('50000'))
+  .option('--json', 'print the summary as JSON')
+  .action(async (inputs: string[], opts: { wait?: boolean; maxPending: string; json?: boolean }) => {
+    const cfg = config();
+    const redis = requestConnection(cfg.redisUrl);
+    if (!(await whenReady(redis))) {
+      process.stderr.write(`cannot reach Redis at ${cfg.redisUrl}\n`);
+      process.exit(1);
+    }
+    const queue = checksQueue(redis, defaultRedisNames);
+    const tty = process.stderr.isTTY;
+    const bytes = totalInputBytes(inputs);
+    const started = performance.now();
+    let last = 0;
+    const show = (text: string, force = false) => {
+      const now = performance.now();
+      if (!force && now - last < (tty ? 100 : 5000)) return;
+      last = now;
+      process.stderr.write(tty ? `\r\x1b[2K${text}` : `${text}\n`);
+    };
+    if (bytes !== undefined) show(`importing ${(bytes / 1e6).toFixed(1)} MB from ${inputs.join(', ')}`, true);
+    const summary = await importReports({
+      inputs,
+      queue,
+      maxPending: Number(opts.maxPending),
+      onProgress: (p) => show(progressLine(p, (performance.now() - started) / 1000)),
+    });
+    show(progressLine(summary, summary.seconds), true);
+    if (tty) process.stderr.write('\n');
+    if (opts.wait) {
+      await waitForQueueDrain(queue, (remaining) => show(`waiting for the worker: ${remaining} jobs left`));
+      if (tty) process.stderr.write('\n');
+    }
+    const seconds = (performance.now() - started) / 1000;
+    if (opts.json) {
+      process.stdout.write(JSON.stringify({ ...summary, seconds }) + '\n');
+    } else {
+      process.stdout.write(
+        `accepted ${summary.accepted}, ignored ${summary.ignored} (status not FINISHED), rejected ${summary.rejected} ` +
+          `of ${summary.read} reports in ${seconds.toFixed(1)} s${opts.wait ? ' (processed)' : ''}\n`,
+      );
+      for (const r of summary.rejections) process.stdout.write(`  rejected ${r.origin}: ${r.reason}\n`);
+      if (summary.rejected > summary.rejections.length) {
+        process.stdout.write(`  … and ${summary.rejected - summary.rejections.length} more rejections\n`);
+      }
+    }
+    await queue.close();
+    await redis.quit();
+    process.exitCode = summary.rejected > 0 ? 1 : 0;
+  });
+
+program.parseAsync(process.argv).catch((err) => {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,114 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import type { Readable } from 'node:stream';
+
+/**
+ * Reads reports for `vulndb import` from files, directories (recursively: *.json, *.jsonl,
+ * *.ndjson) or standard input. A file may hold one report, a JSON array of reports, or JSON lines
+ * (one report per line); large inputs are streamed line by line, so backfills of millions of
+ * reports should use JSON lines.
+ */
+
+export interface ReadRecord {
+  /** Where the record came from, e.g. `reports.jsonl:12` or `batch.json[3]`. */
+  origin: string;
+  data?: unknown;
+  /** Why the record could not be read as JSON. */
+  error?: string;
+}
+
+const REPORT_FILE = /\.(json|jsonl|ndjson)$/i;
+/** Inputs up to this size are read whole, so a pretty-printed document or array works. */
+const WHOLE_DOCUMENT_BYTES = 64 * 1024 * 1024;
+
+export function listInputFiles(inputs: string[]): string[] {
+  const out: string[] = [];
+  const visit = (p: string) => {
+    const stat = fs.statSync(p);
+    if (stat.isDirectory()) {
+      for (const entry of fs.readdirSync(p).sort()) {
+        const child = path.join(p, entry);
+        if (fs.statSync(child).isDirectory() || REPORT_FILE.test(entry)) visit(child);
+      }
+    } else {
+      out.push(p);
+    }
+  };
+  for (const input of inputs) if (input !== '-') visit(input);
+  return out;
+}
+
+function* documentRecords(text: string, origin: string): Generator<ReadRecord> {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    yield* lineRecords(text.split('\n'), origin);
+    return;
+  }
+  if (Array.isArray(doc)) {
+    for (let i = 0; i < doc.length; i++) yield { origin: `${origin}[${i}]`, data: doc[i] };
+  } else {
+    yield { origin, data: doc };
+  }
+}
+
+function* lineRecords(lines: Iterable<string>, origin: string, firstLine = 1): Generator<ReadRecord> {
+  let n = firstLine - 1;
+  for (const line of lines) {
+    n += 1;
+    if (line.trim() === '') continue;
+    yield parseLine(line, `${origin}:${n}`);
+  }
+}
+
+function parseLine(line: string, origin: string): ReadRecord {
+  try {
+    return { origin, data: JSON.parse(line) };
+  } catch (err) {
+    return { origin, error: `not valid JSON: ${(err as Error).message}` };
+  }
+}
+
+async function* streamRecords(stream: Readable, origin: string): AsyncGenerator<ReadRecord> {
+  const head: string[] = [];
+  let headBytes = 0;
+  const lines = readline.createInterface({ input: stream, crlfDelay: Infinity });
+  const iterator = lines[Symbol.asyncIterator]();
+  // Small inputs are parsed as one document (object, array, or JSON lines as a fallback).
+  for (;;) {
+    const next = await iterator.next();
+    if (next.done) {
+      yield* documentRecords(head.join('\n'), origin);
+      return;
+    }
+    head.push(next.value);
+    headBytes += next.value.length + 1;
+    if (headBytes > WHOLE_DOCUMENT_BYTES) break;
+  }
+  // Too large for a document: JSON lines from here on.
+  yield* lineRecords(head, origin);
+  let n = head.length;
+  for (;;) {
+    const next = await iterator.next();
+    if (next.done) return;
+    n += 1;
+    if (next.value.trim() !== '') yield parseLine(next.value, `${origin}:${n}`);
+  }
+}
+
+export async function* readReports(inputs: string[], stdin: Readable = process.stdin): AsyncGenerator<ReadRecord> {
+  for (const input of inputs) {
+    if (input === '-') {
+      yield* streamRecords(stdin, 'stdin');
+      continue;
+    }
+    for (const file of listInputFiles([input])) yield* streamRecords(fs.createReadStream(file, 'utf8'), file);
+  }
+}
+
+export function totalInputBytes(inputs: string[]): number | undefined {
+  if (inputs.includes('-')) return undefined;
+  return listInputFiles(inputs).reduce((sum, f) => sum + fs.statSync(f).size, 0);
+}
