@@ -1,12 +1,15 @@
 /**
- * npm run bench:ingest [-- --reports 200000 --keep]
+ * npm run bench:ingest [-- --reports 200000 --mode queue|direct --keep]
  *
- * End-to-end ingestion throughput: a producer process enqueues a synthetic history (10
- * vulnerabilities per report) on the checks queue while this process runs the ingest worker on a
- * fresh embedded store; committed reports are sampled every second until all are in. Next to it,
- * the raw insert rate of the same FOUND event rows into the same engine (JSONEachRow inserts of
- * 10,000 rows, the size one batch writes) is measured in the same run.
- * Results: bench/results/ingest-<reports>.json and the console.
+ * Ingestion throughput of a synthetic history (10 vulnerabilities per report) into a fresh
+ * embedded store; committed reports are sampled every second until all are in.
+ *   queue  (default) end to end: a producer process enqueues on the checks queue (like scanners or
+ *          `vulndb import`) while this process runs the ingest worker.
+ *   direct the replay path of `vulndb import --direct`: each report is serialised and parsed as if
+ *          read from JSON lines and handed to the same batcher, without the queue.
+ * Next to it, the raw insert rate of the same FOUND event rows into the same engine (inserts of
+ * 10,000 rows, built like the worker builds them) is measured in the same run.
+ * Results: bench/results/ingest-<mode>-<reports>.json and the console.
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -16,6 +19,8 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config.js';
 import { eventRows } from '../src/ingest/batch.js';
+import { ReportBatcher } from '../src/ingest/batcher.js';
+import { exclusiveOwner } from '../src/ingest/target-locks.js';
 import { prepareReport, type Prepared } from '../src/ingest/prepare.js';
 import { createLogger } from '../src/log.js';
 import { startService } from '../src/service.js';
@@ -30,6 +35,8 @@ const REPORTS = Number(arg('reports', '200000'));
 const SCANS = 25;
 const TARGETS = Math.ceil(REPORTS / SCANS);
 const KEEP = args.includes('--keep');
+const MODE = arg('mode', 'queue');
+if (MODE !== 'queue' && MODE !== 'direct') throw new Error('--mode must be queue or direct');
 const DATA_DIR = arg('data-dir', path.join(os.tmpdir(), `vulndb-bench-ingest-${REPORTS}`));
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -39,18 +46,39 @@ const config = loadConfig({ ...process.env, DATA_DIR, REDIS_URL, LOG_LEVEL: 'war
 const id = randomUUID().slice(0, 8);
 const names = { queuePrefix: `bench-${id}`, keyPrefix: `bench-${id}` };
 
-console.log(`ingest benchmark: ${REPORTS} reports × ${VULNS_PER_REPORT} vulnerabilities, ${TARGETS} targets, batch ${config.ingest.batchSize}`);
-const service = await startService(config, { api: false, worker: true, log, names });
+console.log(`ingest benchmark (${MODE}): ${REPORTS} reports × ${VULNS_PER_REPORT} vulnerabilities, ${TARGETS} targets, batch ${config.ingest.batchSize}`);
+const service = await startService(config, { api: false, worker: MODE === 'queue', log, names });
 const count = async (table: string) =>
   (await service.store.query<{ n: number }>(`SELECT count() AS n FROM ${table}`))[0]!.n;
 
-// --- end to end -------------------------------------------------------------------------------
+// --- ingestion --------------------------------------------------------------------------------
 const started = performance.now();
-const producer = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/produce.ts', REDIS_URL, names.queuePrefix, String(TARGETS), String(SCANS)], {
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
 let produced: { sent: number; seconds: number; pausedSeconds: number } | undefined;
-producer.stdout.on('data', (d: Buffer) => (produced = JSON.parse(d.toString())));
+if (MODE === 'queue') {
+  const producer = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/produce.ts', REDIS_URL, names.queuePrefix, String(TARGETS), String(SCANS)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  producer.stdout.on('data', (d: Buffer) => (produced = JSON.parse(d.toString())));
+} else {
+  const batcher = new ReportBatcher({
+    store: service.store,
+    locks: exclusiveOwner,
+    batchSize: config.ingest.batchSize,
+    waitMs: config.ingest.batchWaitMs,
+    concurrency: config.ingest.concurrency,
+    maxEventAgeDays: 0,
+    log,
+  });
+  void (async () => {
+    const inFlight = new Set<Promise<unknown>>();
+    for (const report of syntheticReports({ targets: TARGETS, scans: SCANS, churn: 0.01 })) {
+      const line = JSON.stringify(report); // as a JSON lines file would hold it
+      const p = batcher.submit({ data: JSON.parse(line), attemptsStarted: 1 }).finally(() => inFlight.delete(p));
+      inFlight.add(p);
+      if (inFlight.size >= 2 * config.ingest.batchSize) await Promise.race(inFlight);
+    }
+  })();
+}
 
 const samples: { t: number; committed: number }[] = [];
 for (;;) {
@@ -91,7 +119,7 @@ if (!KEEP) fs.rmSync(DATA_DIR, { recursive: true, force: true });
 const result = {
   date: new Date().toISOString(),
   machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
-  parameters: { reports: REPORTS, targets: TARGETS, scans: SCANS, vulnerabilitiesPerReport: VULNS_PER_REPORT, batchSize: config.ingest.batchSize },
+  parameters: { mode: MODE, reports: REPORTS, targets: TARGETS, scans: SCANS, vulnerabilitiesPerReport: VULNS_PER_REPORT, batchSize: config.ingest.batchSize },
   endToEnd: {
     seconds: +seconds.toFixed(1),
     reportsPerSecond: Math.round(REPORTS / seconds),
@@ -106,7 +134,7 @@ const result = {
   rawInsert: { rows: sample.length, seconds: +rawSeconds.toFixed(2), eventsPerSecond: Math.round(sample.length / rawSeconds) },
 };
 fs.mkdirSync('bench/results', { recursive: true });
-const out = `bench/results/ingest-${REPORTS}.json`;
+const out = `bench/results/ingest-${MODE}-${REPORTS}.json`;
 fs.writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
 console.log(JSON.stringify(result, null, 2));
 console.log(`written to ${out}`);

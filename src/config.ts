@@ -19,7 +19,7 @@ const envSchema = z.object({
   HOST: z.string().min(1).default('0.0.0.0'),
   REDIS_URL: z.string().min(1).default('redis://localhost:6379'),
   WORKER_CONCURRENCY: positiveInt.default(1),
-  INGEST_BATCH_SIZE: positiveInt.max(10_000).default(1000),
+  INGEST_BATCH_SIZE: positiveInt.max(20_000).default(4000),
   INGEST_BATCH_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(20),
   CLICKHOUSE_URL: optionalString,
   CLICKHOUSE_DATABASE: z

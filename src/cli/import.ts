@@ -1,4 +1,5 @@
 import type { Queue } from 'bullmq';
+import { ReportRejected, type ReportBatcher } from '../ingest/batcher.js';
 import { checkReport } from '../queue/contract.js';
 import { enqueueReports } from '../queue/producer.js';
 import { readReports } from './read-reports.js';
@@ -84,4 +85,74 @@ export async function waitForQueueDrain(queue: Queue, onTick?: (remaining: numbe
     if (remaining === 0) return;
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+export interface DirectImportOptions {
+  inputs: string[];
+  batcher: ReportBatcher;
+  /** Reports handed to the batcher and not yet committed. */
+  maxInFlight: number;
+  keepRejections?: number;
+  onProgress?: (p: DirectProgress) => void;
+}
+
+export interface DirectProgress extends ImportProgress {
+  ingested: number;
+  duplicates: number;
+}
+
+export interface DirectSummary extends DirectProgress {
+  rejections: { origin: string; reason: string }[];
+  seconds: number;
+}
+
+/**
+ * `vulndb import --direct`: applies reports straight through the ingest batcher, without the
+ * queue — for backfills and replays into a store this process can own. Store failures stop the
+ * import (there is no queue to retry from); what was committed stays committed, and importing
+ * the same files again skips it as duplicates.
+ */
+export async function importDirect(opts: DirectImportOptions): Promise<DirectSummary> {
+  const keep = opts.keepRejections ?? 100;
+  const started = performance.now();
+  const p: DirectProgress = { read: 0, accepted: 0, ignored: 0, rejected: 0, ingested: 0, duplicates: 0 };
+  const rejections: DirectSummary['rejections'] = [];
+  const inFlight = new Set<Promise<void>>();
+  let failure: unknown;
+
+  const reject = (origin: string, reason: string) => {
+    p.rejected += 1;
+    if (rejections.length < keep) rejections.push({ origin, reason });
+  };
+
+  for await (const record of readReports(opts.inputs)) {
+    if (failure) break;
+    p.read += 1;
+    if (record.error !== undefined) {
+      reject(record.origin, record.error);
+      continue;
+    }
+    const done: Promise<void> = opts.batcher.submit({ id: record.origin, data: record.data, attemptsStarted: 1 }).then(
+      (o) => {
+        if (o.outcome === 'ignored') p.ignored += 1;
+        else {
+          p.accepted += 1;
+          if (o.outcome === 'ingested') p.ingested += 1;
+          else p.duplicates += 1;
+        }
+      },
+      (err) => {
+        if (err instanceof ReportRejected) reject(record.origin, err.message);
+        else failure ??= err;
+      },
+    ).finally(() => {
+      inFlight.delete(done);
+      if ((p.ingested + p.duplicates) % 1000 === 0) opts.onProgress?.({ ...p });
+    });
+    inFlight.add(done);
+    if (inFlight.size >= opts.maxInFlight) await Promise.race(inFlight);
+  }
+  await Promise.all(inFlight);
+  if (failure) throw failure;
+  return { ...p, rejections, seconds: (performance.now() - started) / 1000 };
 }

@@ -3,11 +3,13 @@ import { ConfigError, loadConfig, type Config } from '../config.js';
 import { seedDemo } from '../demo/seed.js';
 import { createLogger, type Logger } from '../log.js';
 import { checksQueue } from '../queue/producer.js';
-import { defaultRedisNames, requestConnection, whenReady } from '../queue/redis.js';
+import { ReportBatcher } from '../ingest/batcher.js';
+import { exclusiveOwner, TargetLocks } from '../ingest/target-locks.js';
+import { defaultRedisNames, keys, requestConnection, whenReady } from '../queue/redis.js';
 import { startService, type Service } from '../service.js';
 import { openStore } from '../storage/gateway.js';
 import { migrate } from '../storage/migrate.js';
-import { importReports, waitForQueueDrain, type ImportProgress } from './import.js';
+import { importDirect, importReports, waitForQueueDrain, type DirectProgress, type ImportProgress } from './import.js';
 import { totalInputBytes } from './read-reports.js';
 
 /** The `vulndb` command: run the service, apply migrations, import reports. */
@@ -93,14 +95,84 @@ program
     process.stdout.write(applied.length ? `applied migrations ${applied.join(', ')}\n` : 'schema up to date\n');
   });
 
+function progressShower() {
+  const tty = process.stderr.isTTY;
+  let last = 0;
+  return {
+    show(text: string, force = false) {
+      const now = performance.now();
+      if (!force && now - last < (tty ? 100 : 5000)) return;
+      last = now;
+      process.stderr.write(tty ? `\r\x1b[2K${text}` : `${text}\n`);
+    },
+    end() {
+      if (tty) process.stderr.write('\n');
+    },
+  };
+}
+
+function printRejections(summary: { rejected: number; rejections: { origin: string; reason: string }[] }) {
+  for (const r of summary.rejections) process.stdout.write(`  rejected ${r.origin}: ${r.reason}\n`);
+  if (summary.rejected > summary.rejections.length) {
+    process.stdout.write(`  … and ${summary.rejected - summary.rejections.length} more rejections\n`);
+  }
+}
+
+/** Applies reports in this process (no queue): a backfill or replay into a store it can own. */
+async function directImport(inputs: string[], json: boolean) {
+  const cfg = config();
+  const log = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
+  const store = await openStore(cfg.store);
+  await migrate(store, log);
+  // An embedded data folder belongs to this process alone; a shared server needs the workers' locks.
+  const redis = requestConnection(cfg.redisUrl);
+  const redisUp = await whenReady(redis, 2000);
+  if (store.mode === 'server' && !redisUp) {
+    process.stderr.write(`--direct against a ClickHouse server needs Redis (target locks) at ${cfg.redisUrl}\n`);
+    process.exit(1);
+  }
+  const batcher = new ReportBatcher({
+    store,
+    locks: store.mode === 'embedded' ? exclusiveOwner : new TargetLocks(redis, defaultRedisNames),
+    batchSize: cfg.ingest.batchSize,
+    waitMs: cfg.ingest.batchWaitMs,
+    concurrency: cfg.ingest.concurrency,
+    maxEventAgeDays: cfg.ingest.maxEventAgeDays,
+    log,
+  });
+  const progress = progressShower();
+  const bytes = totalInputBytes(inputs);
+  if (bytes !== undefined) progress.show(`importing ${(bytes / 1e6).toFixed(1)} MB directly into ${store.mode === 'embedded' ? cfg.store.embeddedPath : cfg.store.url}`, true);
+  const started = performance.now();
+  const line = (p: DirectProgress) =>
+    `read ${p.read}  ingested ${p.ingested}  duplicates ${p.duplicates}  ignored ${p.ignored}  rejected ${p.rejected}  (${Math.round((p.ingested + p.duplicates) / ((performance.now() - started) / 1000))}/s)`;
+  const summary = await importDirect({ inputs, batcher, maxInFlight: 2 * cfg.ingest.batchSize, onProgress: (p) => progress.show(line(p)) });
+  progress.show(line(summary), true);
+  progress.end();
+  if (redisUp) await redis.incr(keys.dataVersion(defaultRedisNames)).catch(() => undefined); // cached metrics refresh
+  await redis.quit().catch(() => undefined);
+  await store.close();
+  if (json) process.stdout.write(JSON.stringify(summary) + '\n');
+  else {
+    process.stdout.write(
+      `ingested ${summary.ingested}, duplicates ${summary.duplicates}, ignored ${summary.ignored} (status not FINISHED), ` +
+        `rejected ${summary.rejected} of ${summary.read} reports in ${summary.seconds.toFixed(1)} s\n`,
+    );
+    printRejections(summary);
+  }
+  process.exitCode = summary.rejected > 0 ? 1 : 0;
+}
+
 program
   .command('import')
   .description('validate and enqueue reports from JSON files, JSON arrays or JSON lines (files, directories, or - for stdin)')
   .argument('<inputs...>', 'files, directories or -')
   .option('--wait', 'wait until the worker has processed every queued report')
+  .option('--direct', 'apply the reports in this process instead of queueing them (backfills; embedded mode needs the service stopped)')
   .addOption(new Option('--max-pending <n>', 'pause enqueueing while the queue holds more jobs than this').default('50000'))
   .option('--json', 'print the summary as JSON')
-  .action(async (inputs: string[], opts: { wait?: boolean; maxPending: string; json?: boolean }) => {
+  .action(async (inputs: string[], opts: { wait?: boolean; direct?: boolean; maxPending: string; json?: boolean }) => {
+    if (opts.direct) return directImport(inputs, opts.json ?? false);
     const cfg = config();
     const redis = requestConnection(cfg.redisUrl);
     if (!(await whenReady(redis))) {
@@ -108,28 +180,21 @@ program
       process.exit(1);
     }
     const queue = checksQueue(redis, defaultRedisNames);
-    const tty = process.stderr.isTTY;
+    const progress = progressShower();
     const bytes = totalInputBytes(inputs);
     const started = performance.now();
-    let last = 0;
-    const show = (text: string, force = false) => {
-      const now = performance.now();
-      if (!force && now - last < (tty ? 100 : 5000)) return;
-      last = now;
-      process.stderr.write(tty ? `\r\x1b[2K${text}` : `${text}\n`);
-    };
-    if (bytes !== undefined) show(`importing ${(bytes / 1e6).toFixed(1)} MB from ${inputs.join(', ')}`, true);
+    if (bytes !== undefined) progress.show(`importing ${(bytes / 1e6).toFixed(1)} MB from ${inputs.join(', ')}`, true);
     const summary = await importReports({
       inputs,
       queue,
       maxPending: Number(opts.maxPending),
-      onProgress: (p) => show(progressLine(p, (performance.now() - started) / 1000)),
+      onProgress: (p) => progress.show(progressLine(p, (performance.now() - started) / 1000)),
     });
-    show(progressLine(summary, summary.seconds), true);
-    if (tty) process.stderr.write('\n');
+    progress.show(progressLine(summary, summary.seconds), true);
+    progress.end();
     if (opts.wait) {
-      await waitForQueueDrain(queue, (remaining) => show(`waiting for the worker: ${remaining} jobs left`));
-      if (tty) process.stderr.write('\n');
+      await waitForQueueDrain(queue, (remaining) => progress.show(`waiting for the worker: ${remaining} jobs left`));
+      progress.end();
     }
     const seconds = (performance.now() - started) / 1000;
     if (opts.json) {
@@ -139,10 +204,7 @@ program
         `accepted ${summary.accepted}, ignored ${summary.ignored} (status not FINISHED), rejected ${summary.rejected} ` +
           `of ${summary.read} reports in ${seconds.toFixed(1)} s${opts.wait ? ' (processed)' : ''}\n`,
       );
-      for (const r of summary.rejections) process.stdout.write(`  rejected ${r.origin}: ${r.reason}\n`);
-      if (summary.rejected > summary.rejections.length) {
-        process.stdout.write(`  … and ${summary.rejected - summary.rejections.length} more rejections\n`);
-      }
+      printRejections(summary);
     }
     await queue.close();
     await redis.quit();

@@ -4,7 +4,7 @@ import type { Store } from '../storage/gateway.js';
 import { ingestBatch, type BatchResult, type WriteStep } from './batch.js';
 import type { NormalizedReport } from './normalize.js';
 import { prepareReport } from './prepare.js';
-import type { TargetLocks } from './target-locks.js';
+import type { Locks } from './target-locks.js';
 
 /**
  * Gathers queue jobs into batches: each job waits here until its report has been applied with a
@@ -33,7 +33,7 @@ export class ReportRejected extends Error {
 
 export interface BatcherOptions {
   store: Store;
-  locks: TargetLocks;
+  locks: Locks;
   batchSize: number;
   waitMs: number;
   /** Batches in flight at once. */

@@ -63,8 +63,10 @@ export interface NormalizedReport {
 
 /** Labels are exposed sorted (byte order), unique, without empty strings (SPEC §2.2). */
 export function normalizeLabels(labels: readonly string[] | null | undefined): string[] {
-  const set = new Set((labels ?? []).filter((l) => l !== ''));
-  return [...set].sort((a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')));
+  const unique = [...new Set((labels ?? []).filter((l) => l !== ''))];
+  // JavaScript's order is the byte order for ASCII; other text is compared as UTF-8 bytes.
+  if (unique.every((l) => /^[\x00-\x7f]*$/.test(l))) return unique.sort();
+  return unique.sort((a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')));
 }
 
 function exposeResources(groups: readonly ResourceGroupInput[] | null | undefined): string {

@@ -25,7 +25,16 @@ export interface HeldLocks {
   release(): Promise<void>;
 }
 
-export class TargetLocks {
+export interface Locks {
+  acquire(targetIds: string[]): Promise<HeldLocks>;
+}
+
+/** For a process that owns the store alone (an embedded data folder is locked to one process). */
+export const exclusiveOwner: Locks = {
+  acquire: async (targetIds) => ({ acquired: new Set(targetIds), release: async () => {} }),
+};
+
+export class TargetLocks implements Locks {
   constructor(
     private readonly redis: Redis,
     private readonly names: RedisNames,

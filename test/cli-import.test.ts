@@ -1,0 +1,75 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { importDirect, importReports } from '../src/cli/import.js';
+import { ReportBatcher } from '../src/ingest/batcher.js';
+import { exclusiveOwner } from '../src/ingest/target-locks.js';
+import { silentLogger } from '../src/log.js';
+import { freshStore, testDataDir } from './support/engine.js';
+import { report, V } from './support/reports.js';
+import { json, REDIS_URL, startTestService, type TestService } from './support/service.js';
+
+const r = (id: string, target = 'www.example.com', day = '01') =>
+  report({ check_id: id, target, end_time: `2024-01-${day} 10:00:00`, vulnerabilities: [V] });
+
+let dir: string;
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vulndb-import-'));
+  fs.mkdirSync(path.join(dir, 'batch'));
+  // An array with one invalid report, JSON lines with one broken line, a pretty-printed object.
+  fs.writeFileSync(path.join(dir, 'batch', 'array.json'), JSON.stringify([r('a1'), { ...r('a2'), target: '' }], null, 2));
+  fs.writeFileSync(
+    path.join(dir, 'batch', 'lines.jsonl'),
+    [JSON.stringify(r('l1', 'b.example.com')), '{"broken": ', '', JSON.stringify({ status: 'RUNNING' }), JSON.stringify(r('l2', 'b.example.com', '02'))].join('\n'),
+  );
+  fs.writeFileSync(path.join(dir, 'single.json'), JSON.stringify(r('s1', 'c.example.com'), null, 2));
+  fs.writeFileSync(path.join(dir, 'batch', 'notes.txt'), 'not a report file');
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+describe('vulndb import (queued)', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(() => svc.close());
+
+  it('enqueues the valid reports of files, arrays, JSON lines and directories and names every rejection', async () => {
+    const summary = await importReports({ inputs: [path.join(dir, 'batch'), path.join(dir, 'single.json')], queue: svc.queue! });
+    expect(summary).toMatchObject({ read: 7, accepted: 4, ignored: 1, rejected: 2 });
+    expect(summary.rejections).toEqual([
+      { origin: `${path.join(dir, 'batch', 'array.json')}[1]`, reason: 'target: must be a non-empty string' },
+      { origin: `${path.join(dir, 'batch', 'lines.jsonl')}:2`, reason: expect.stringContaining('not valid JSON') },
+    ]);
+    await svc.settle();
+    expect((await json(svc.db('/stats/size'))).size).toMatchObject({ sources: 4, targets: 3, findings: 3, finding_events: 4 });
+  });
+});
+
+describe('vulndb import --direct', () => {
+  it('applies the reports in process and finds them duplicates the second time', async () => {
+    const store = await freshStore();
+    const batcher = new ReportBatcher({ store, locks: exclusiveOwner, batchSize: 2, waitMs: 1, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
+    const inputs = [path.join(dir, 'batch'), path.join(dir, 'single.json')];
+    const first = await importDirect({ inputs, batcher, maxInFlight: 4 });
+    expect(first).toMatchObject({ read: 7, ingested: 4, duplicates: 0, ignored: 1, rejected: 2 });
+    const again = await importDirect({ inputs, batcher, maxInFlight: 4 });
+    expect(again).toMatchObject({ ingested: 0, duplicates: 4, rejected: 2 });
+    const [size] = await store.query<{ n: number }>('SELECT count() AS n FROM sources');
+    expect(size!.n).toBe(4);
+  });
+
+  it('runs as a command with a summary and exit code 1 when reports were rejected', async () => {
+    const env = { ...process.env, DATA_DIR: path.join(testDataDir(), 'cli'), REDIS_URL, LOG_LEVEL: 'error' };
+    const run = promisify(execFile);
+    const bin = path.resolve('bin/vulndb.mjs');
+    const failed = await run(process.execPath, [bin, 'import', '--direct', '--json', path.join(dir, 'batch')], { env }).catch((e) => e);
+    expect(failed.code).toBe(1);
+    expect(JSON.parse(failed.stdout)).toMatchObject({ read: 6, ingested: 3, ignored: 1, rejected: 2 });
+    const ok = await run(process.execPath, [bin, 'import', '--direct', path.join(dir, 'single.json')], { env });
+    expect(ok.stdout).toMatch(/^ingested 1, duplicates 0, ignored 0 \(status not FINISHED\), rejected 0 of 1 reports/);
+  });
+});
