@@ -1,6 +1,11 @@
 import type { Queue } from 'bullmq';
 import Koa from 'koa';
 import { checkRoutes } from './checks/routes.js';
+import { nowSeconds } from './domain/time.js';
+import { findingRoutes } from './findings/routes.js';
+import type { ApiContext } from './http/context.js';
+import { issueRoutes } from './issues/routes.js';
+import { sourceRoutes } from './sources/routes.js';
 import { dbApiBody, dbErrors, errorMiddleware } from './errors.js';
 import { healthRoutes } from './health/routes.js';
 import { accessLog, ignoreTrailingSlash, mountRoutes } from './http/middleware.js';
@@ -18,6 +23,8 @@ export interface DbApiDeps {
   maxReportBytes: number;
   pageSizeDefault: number;
   pageSizeMax: number;
+  /** "now" in epoch seconds; tests fix it. */
+  now?: () => number;
   /** Called after POST /targets changed team associations (cache invalidation). */
   onTeamsChanged?: () => Promise<void>;
 }
@@ -27,10 +34,19 @@ export function createDbApi(deps: DbApiDeps): Koa {
   app.use(errorMiddleware(dbApiBody, deps.log));
   app.use(accessLog(deps.log));
   app.use(ignoreTrailingSlash);
+  const api: ApiContext = {
+    store: deps.store,
+    pageSizeDefault: deps.pageSizeDefault,
+    pageSizeMax: deps.pageSizeMax,
+    now: deps.now ?? nowSeconds,
+  };
   const routers = [
     checkRoutes({ queue: deps.queue, maxReportBytes: deps.maxReportBytes, log: deps.log }),
-    targetRoutes({ store: deps.store, maxBodyBytes: deps.maxReportBytes, ...(deps.onTeamsChanged ? { onTeamsChanged: deps.onTeamsChanged } : {}) }),
-    statsRoutes({ store: deps.store }),
+    findingRoutes(api),
+    sourceRoutes(api),
+    issueRoutes(api),
+    targetRoutes({ ...api, maxBodyBytes: deps.maxReportBytes, ...(deps.onTeamsChanged ? { onTeamsChanged: deps.onTeamsChanged } : {}) }),
+    statsRoutes(api),
     healthRoutes({ store: deps.store }),
   ];
   mountRoutes(app, routers, dbErrors);

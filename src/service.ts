@@ -27,6 +27,8 @@ export interface ServiceOptions {
   /** Tests use their own Redis key prefixes. */
   names?: RedisNames;
   faults?: BatcherOptions['faults'];
+  /** "now" in epoch seconds for the APIs; tests fix it. */
+  now?: () => number;
 }
 
 export interface Service {
@@ -110,6 +112,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       maxReportBytes: config.maxReportBytes,
       pageSizeDefault: config.pageSizeDefault,
       pageSizeMax: config.pageSizeMax,
+      ...(opts.now ? { now: opts.now } : {}),
     });
     const metricsApi = createMetricsApi({ store, log: log.child({ api: 'metrics' }) });
     if (config.dbApiPort === config.metricsApiPort && config.dbApiPort !== 0) {

@@ -1,6 +1,9 @@
 import { targetId } from '../domain/ids.js';
 import { nowSeconds } from '../domain/time.js';
+import type { Paging } from '../filters/params.js';
+import { targetScope, whereClause, type Scope, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
+import { pagedQuery, type PageOf } from '../storage/paged.js';
 
 export interface Target {
   id: string;
@@ -35,6 +38,29 @@ export async function targetsByIds(store: Store, ids: string[]): Promise<Map<str
   );
   const teams = await teamsOf(store, rows.map((r) => r.id));
   return new Map(rows.map((r) => [r.id, { id: r.id, identifier: r.identifier, teams: teams.get(r.id) ?? [] }]));
+}
+
+async function withTeams(store: Store, page: PageOf<{ id: string; identifier: string }>): Promise<PageOf<Target>> {
+  const teams = await teamsOf(store, page.rows.map((r) => r.id));
+  return { pagination: page.pagination, rows: page.rows.map((r) => ({ ...r, teams: teams.get(r.id) ?? [] })) };
+}
+
+function targetList(store: Store, where: Sql, page: Paging): Promise<PageOf<Target>> {
+  return pagedQuery<{ id: string; identifier: string }>(
+    store,
+    { select: 'id, identifier', from: 'targets FINAL', where: whereClause(where), orderBy: 'toString(id)', params: where.params },
+    page,
+  ).then((p) => withTeams(store, p));
+}
+
+/** GET /targets (SPEC §6.5): team, teams and identifier filters apply to the target itself. */
+export function targetPage(store: Store, scope: Scope, page: Paging): Promise<PageOf<Target>> {
+  return targetList(store, targetScope(scope, 'id'), page);
+}
+
+/** Targets with at least one finding of the issue (SPEC §6.4). */
+export function targetsOfIssue(store: Store, issueId: string, page: Paging): Promise<PageOf<Target>> {
+  return targetList(store, { where: ['id IN (SELECT target_id FROM findings WHERE issue_id = {issue:UUID})'], params: { issue: issueId } }, page);
 }
 
 // Association order must survive several associations within one millisecond.

@@ -1,22 +1,74 @@
 import Router from '@koa/router';
+import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
+import { findingListQuery, pageQuery, paging, parseQuery, toFilters } from '../filters/params.js';
+import { mttrScope } from '../findings/queries.js';
+import { listFindings, mttrResponse } from '../findings/routes.js';
 import { readJsonBody } from '../http/body.js';
+import type { ApiContext } from '../http/context.js';
+import { issueTargetFinding } from '../issues/routes.js';
+import { issuesOfTarget } from '../issues/queries.js';
 import { describeIssues } from '../queue/contract.js';
-import type { Store } from '../storage/gateway.js';
-import { associateTeams } from './queries.js';
+import { associateTeams, targetPage, targetsByIds } from './queries.js';
 import { associateTeamsBody } from './schema.js';
 
-export function targetRoutes(deps: { store: Store; maxBodyBytes: number; onTeamsChanged?: () => Promise<void> }): Router {
+const emptyPage = (size: number) => ({ limit: size, offset: 0, total: 0, more: false });
+
+export function targetRoutes(api: ApiContext & { maxBodyBytes: number; onTeamsChanged?: () => Promise<void> }): Router {
   const router = new Router();
 
+  router.get('/targets', async (ctx) => {
+    const q = parseQuery(['page', 'size', 'identifiermatch', 'team', 'teams', 'identifier', 'identifiers'], ctx.query, api);
+    const result = await targetPage(api.store, toFilters(q), paging(q, api));
+    ctx.body = { pagination: result.pagination, targets: result.rows };
+  });
+
+  router.get('/targets/:id', async (ctx) => {
+    const id = ctx.params.id!;
+    const target = isUuid(id) ? (await targetsByIds(api.store, [id])).get(id) : undefined;
+    if (!target) throw dbErrors.notFound();
+    ctx.body = { target };
+  });
+
+  router.get('/targets/:id/findings', async (ctx) => {
+    const { filters, page } = findingListQuery(ctx.query, api);
+    const id = ctx.params.id!;
+    ctx.body = await listFindings(api, isUuid(id) ? { targetId: id } : undefined, filters, page);
+  });
+
+  router.get('/targets/:id/issues', async (ctx) => {
+    const page = pageQuery(ctx.query, api);
+    const id = ctx.params.id!;
+    if (!isUuid(id)) {
+      if (page.page > 1) throw dbErrors.pageNotFound();
+      ctx.body = { pagination: emptyPage(page.size), issues: [] };
+      return;
+    }
+    const result = await issuesOfTarget(api.store, id, page);
+    ctx.body = { pagination: result.pagination, issues: result.rows };
+  });
+
+  router.get('/targets/:id/issues/:issue', async (ctx) => {
+    ctx.body = await issueTargetFinding(api, ctx.params.issue!, ctx.params.id!);
+  });
+
+  router.get('/targets/:id/issues/:issue/resources/:resource', async (ctx) => {
+    ctx.body = await issueTargetFinding(api, ctx.params.issue!, ctx.params.id!, ctx.params.resource!);
+  });
+
+  router.get('/targets/:id/mttr', async (ctx) => {
+    const id = ctx.params.id!;
+    ctx.body = await mttrResponse(api, isUuid(id) ? mttrScope.base({ targetId: id }) : undefined);
+  });
+
   router.post('/targets', async (ctx) => {
-    const parsed = associateTeamsBody.safeParse(await readJsonBody(ctx, deps.maxBodyBytes));
+    const parsed = associateTeamsBody.safeParse(await readJsonBody(ctx, api.maxBodyBytes));
     if (!parsed.success) throw dbErrors.badBody(describeIssues(parsed.error));
     const { identifier, teams } = parsed.data;
     if (!identifier) throw dbErrors.unprocessable('identifier can not be void');
     if ((teams ?? []).some((t) => t === '')) throw dbErrors.unprocessable('team can not be void');
-    const target = await associateTeams(deps.store, identifier, teams ?? []);
-    await deps.onTeamsChanged?.();
+    const target = await associateTeams(api.store, identifier, teams ?? []);
+    await api.onTeamsChanged?.();
     ctx.status = 201;
     ctx.body = { target };
   });

@@ -25,7 +25,7 @@ export interface TestService extends Service {
 }
 
 export async function startTestService(
-  opts: Partial<Pick<ServiceOptions, 'api' | 'worker' | 'faults'>> & { env?: Record<string, string> } = {},
+  opts: Partial<Pick<ServiceOptions, 'api' | 'worker' | 'faults' | 'now'>> & { env?: Record<string, string> } = {},
 ): Promise<TestService> {
   const config = loadConfig({
     DB_API_PORT: '0',
@@ -45,6 +45,7 @@ export async function startTestService(
     log: createLogger(config.logLevel),
     names,
     ...(opts.faults ? { faults: opts.faults } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
   });
   const queue = service.queue ?? checksQueue(service.redis, names);
 

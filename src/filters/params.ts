@@ -1,0 +1,199 @@
+import type { ParameterizedContext } from 'koa';
+import { z } from 'zod';
+import { ApiError, dbErrors } from '../errors.js';
+import { addDays, parseDate } from '../domain/time.js';
+
+/**
+ * Query parameters of the database API (SPEC §5.2–§5.5), parsed with one zod schema per endpoint
+ * built from the shared field definitions below. Every field reports the SPEC §5.2 message; when
+ * several are wrong, the first in the order page, size, dates, scores, boolean, status wins, and
+ * the combination rules run last. Empty values count as absent; unknown parameters are ignored.
+ */
+
+export interface Paging {
+  page: number;
+  size: number;
+}
+
+export interface FindingFilters {
+  status?: 'OPEN' | 'FIXED';
+  /** Start of the atDate day (the reference instant T, SPEC §4.1). */
+  atDate?: number;
+  /** Start of the minDate day (L, inclusive). */
+  minDate?: number;
+  /** Start of the day after maxDate (U, exclusive). */
+  maxDateEnd?: number;
+  minScore?: number;
+  maxScore?: number;
+  team?: string;
+  teams?: string[];
+  identifier?: string;
+  identifierMatch?: boolean;
+  identifiers?: string[];
+  labels?: string[];
+  sortBy?: 'score' | '-score';
+}
+
+const PRECEDENCE = [
+  'Malformed Page Number',
+  'Malformed Size Number',
+  'Size Number Too Large',
+  'Malformed Date',
+  'Malformed Score',
+  'Malformed Boolean',
+  'Invalid Status',
+];
+
+const emptyIsAbsent = (v: unknown) => (v === '' ? undefined : Array.isArray(v) ? v[0] : v);
+const optional = <T extends z.ZodType>(schema: T) => z.preprocess(emptyIsAbsent, schema.optional());
+
+const positiveInt = (message: string) =>
+  z.string().regex(/^\d+$/, { error: message }).transform(Number).pipe(z.number().int().min(1, { error: message }));
+
+const date = z
+  .string()
+  .transform((v, ctx) => {
+    const parsed = parseDate(v);
+    if (parsed === undefined) ctx.addIssue({ code: 'custom', message: 'Malformed Date' });
+    return parsed ?? 0;
+  });
+
+const score = z.string().regex(/^-?\d+(\.\d+)?$/, { error: 'Malformed Score' }).transform(Number);
+
+const TRUE = ['1', 't', 'T', 'true', 'TRUE', 'True'];
+const FALSE = ['0', 'f', 'F', 'false', 'FALSE', 'False'];
+const boolean = z
+  .string()
+  .refine((v) => TRUE.includes(v) || FALSE.includes(v), { error: 'Malformed Boolean' })
+  .transform((v) => TRUE.includes(v));
+
+const list = z.string().transform((v) =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== ''),
+);
+
+export interface PageLimits {
+  pageSizeDefault: number;
+  pageSizeMax: number;
+}
+
+/** Every query parameter the database APIs know, each validated on its own. */
+const baseFields = {
+  page: optional(positiveInt('Malformed Page Number')),
+  size: optional(positiveInt('Malformed Size Number')),
+  atDate: optional(date),
+  minDate: optional(date),
+  maxDate: optional(date),
+  minScore: optional(score),
+  maxScore: optional(score),
+  identifiermatch: optional(boolean),
+  status: optional(z.enum(['OPEN', 'FIXED'], { error: 'Invalid Status' })),
+  team: optional(z.string()),
+  teams: optional(list),
+  identifier: optional(z.string()),
+  identifiers: optional(list),
+  labels: optional(list),
+  sortBy: optional(z.string()),
+} as const;
+
+export type FieldName = keyof typeof baseFields;
+type Fields = typeof baseFields;
+export type FieldOutput<K extends FieldName> = z.output<Fields[K]>;
+
+const sizeCap = (max: number) =>
+  optional(positiveInt('Malformed Size Number').pipe(z.number().max(max, { error: 'Size Number Too Large' })));
+
+/** The zod schema of an endpoint's parameters (the page size bounded by PAGE_SIZE_MAX). */
+export function querySchema<K extends FieldName>(names: readonly K[], limits?: PageLimits) {
+  const shape = Object.fromEntries(
+    names.map((n) => [n, n === 'size' && limits ? sizeCap(limits.pageSizeMax) : baseFields[n]]),
+  );
+  return z.object(shape as { [P in K]: Fields[P] });
+}
+
+function firstError(error: z.ZodError): ApiError {
+  const messages = error.issues.map((i) => i.message);
+  const first = PRECEDENCE.find((m) => messages.includes(m)) ?? messages[0] ?? 'Bad Request';
+  return new ApiError(400, first);
+}
+
+type RawQuery = ParameterizedContext['query'];
+
+/** Parses the parameters an endpoint accepts; throws the §5.2 error for the first bad one. */
+export function parseQuery<K extends FieldName>(names: readonly K[], query: RawQuery, limits?: PageLimits) {
+  const parsed = querySchema(names, limits).safeParse(query);
+  if (!parsed.success) throw firstError(parsed.error);
+  return parsed.data as { [P in K]: FieldOutput<P> };
+}
+
+export function paging(q: { page?: number | undefined; size?: number | undefined }, limits: PageLimits): Paging {
+  return { page: q.page ?? 1, size: q.size ?? limits.pageSizeDefault };
+}
+
+/** page and size only (the plain lists). */
+export function pageQuery(query: RawQuery, limits: PageLimits): Paging {
+  return paging(parseQuery(['page', 'size'], query, limits), limits);
+}
+
+export interface DateParams {
+  atDate?: number | undefined;
+  minDate?: number | undefined;
+  maxDate?: number | undefined;
+}
+
+/** SPEC §4.4: atDate excludes a range, and a range must not end before it starts. */
+export function checkDates(d: DateParams): void {
+  if (d.atDate !== undefined && (d.minDate !== undefined || d.maxDate !== undefined)) throw dbErrors.invalidCombination();
+  if (d.minDate !== undefined && d.maxDate !== undefined && d.minDate > d.maxDate) throw dbErrors.invalidCombination();
+}
+
+/** The parameters of every findings list (SPEC §5.5) in validation order. */
+export const FINDING_LIST_PARAMS = [
+  'page',
+  'size',
+  'atDate',
+  'minDate',
+  'maxDate',
+  'minScore',
+  'maxScore',
+  'identifiermatch',
+  'status',
+  'team',
+  'teams',
+  'identifier',
+  'identifiers',
+  'labels',
+  'sortBy',
+] as const satisfies readonly FieldName[];
+
+/** Validates a findings list request (SPEC §5.2, §4.4) into filters and paging. */
+export function findingListQuery(query: RawQuery, limits: PageLimits) {
+  const q = parseQuery(FINDING_LIST_PARAMS, query, limits);
+  const page = paging(q, limits);
+  checkDates(q);
+  if ((q.minDate !== undefined || q.maxDate !== undefined) && q.status === undefined) throw dbErrors.invalidCombination();
+  if (q.sortBy !== undefined && q.sortBy !== 'score' && q.sortBy !== '-score') throw dbErrors.invalidCombination();
+  return { filters: toFilters(q), page };
+}
+
+type ParsedFilterFields = Partial<{ [P in FieldName]: FieldOutput<P> }>;
+
+export function toFilters(q: ParsedFilterFields): FindingFilters {
+  const f: FindingFilters = {};
+  if (q.status !== undefined) f.status = q.status;
+  if (q.atDate !== undefined) f.atDate = q.atDate;
+  if (q.minDate !== undefined) f.minDate = q.minDate;
+  if (q.maxDate !== undefined) f.maxDateEnd = addDays(q.maxDate, 1);
+  if (q.minScore !== undefined) f.minScore = q.minScore;
+  if (q.maxScore !== undefined) f.maxScore = q.maxScore;
+  if (q.team !== undefined) f.team = q.team;
+  if (q.teams !== undefined && q.teams.length > 0) f.teams = q.teams;
+  if (q.identifier !== undefined) f.identifier = q.identifier;
+  if (q.identifiermatch !== undefined) f.identifierMatch = q.identifiermatch;
+  if (q.identifiers !== undefined && q.identifiers.length > 0) f.identifiers = q.identifiers;
+  if (q.labels !== undefined && q.labels.length > 0) f.labels = q.labels;
+  if (q.sortBy === 'score' || q.sortBy === '-score') f.sortBy = q.sortBy;
+  return f;
+}

@@ -1,0 +1,151 @@
+import { targetId } from '../domain/ids.js';
+import { NEVER } from '../domain/time.js';
+import type { FindingFilters } from './params.js';
+
+/**
+ * SQL fragments of the finding filters and of a finding's state at an instant (SPEC §4, §5.5),
+ * written once and shared by every list and statistic of both APIs. Fragments read the columns of
+ * `findings` (found_at/fixed_at period arrays, score, status, target_id, issue_id) and bind every
+ * value as a parameter.
+ */
+
+export interface Sql {
+  where: string[];
+  params: Record<string, unknown>;
+}
+
+/** ClickHouse DateTime('UTC') parameter text for an epoch second. */
+export const sqlTime = (epoch: number) => new Date(epoch * 1000).toISOString().slice(0, 19).replace('T', ' ');
+
+const T = (name: string) => `{${name}:DateTime('UTC')}`;
+
+/** The period arrays zipped: f = found_at, x = fixed_at (NEVER while open). */
+export const state = {
+  /** SPEC §4.2: F exists at T. */
+  existsAt: (t: string) => `arrayExists(f -> f <= ${T(t)}, found_at)`,
+  /** SPEC §4.2: F is OPEN at T. */
+  openAt: (t: string) => `arrayExists((f, x) -> f <= ${T(t)} AND ${T(t)} < x, found_at, fixed_at)`,
+  /** SPEC §4.2: whole hours OPEN up to T, over every period started by T. */
+  totalExposureAt: (t: string) =>
+    `intDiv(arraySum((f, x) -> if(f <= ${T(t)}, toInt64(least(x, ${T(t)})) - toInt64(f), 0), found_at, fixed_at), 3600)`,
+  /** SPEC §4.2: whole hours since the start of the period containing T (only meaningful when OPEN at T). */
+  currentExposureAt: (t: string) =>
+    `intDiv(toInt64(${T(t)}) - toInt64(arrayMax(arrayFilter((f, x) -> f <= ${T(t)} AND ${T(t)} < x, found_at, fixed_at))), 3600)`,
+  /**
+   * The same two values at "now" from the precomputed columns. Exact whenever the last period began
+   * before now (then every period did); otherwise (reports from the future) the array form is used.
+   */
+  totalExposureNow: (now: string) =>
+    `if(last_found_at <= ${T(now)}, intDiv(toInt64(closed_exposure) + if(status = 'OPEN', toInt64(${T(now)}) - toInt64(last_found_at), 0), 3600), ${state.totalExposureAt(now)})`,
+  currentExposureNow: (now: string) => `greatest(0, intDiv(toInt64(${T(now)}) - toInt64(last_found_at), 3600))`,
+};
+
+/** Rule 1 (SPEC §4.3): an OPEN period started in [L, U). */
+const rule1 = `arrayExists(f -> f >= ${T('rangeL')} AND f < ${T('rangeU')}, found_at)`;
+/** Rule 2 (SPEC §4.3): the last period started by E is closed, with L <= fixed_at <= E. */
+const rule2 = `(arrayLastIndex(f -> f <= ${T('rangeE')}, found_at) AS last_started) > 0
+      AND arrayElement(fixed_at, last_started) BETWEEN ${T('rangeL')} AND ${T('rangeE')}`;
+
+export interface TimeFilter {
+  status?: 'OPEN' | 'FIXED' | undefined;
+  atDate?: number | undefined;
+  minDate?: number | undefined;
+  maxDateEnd?: number | undefined;
+}
+
+/**
+ * Status and time (SPEC §5.5): current status without dates; state at T with atDate (existence
+ * when no status); rules 1/2 with a range. `now` ends an open-ended FIXED range.
+ */
+export function statusAndTime(f: TimeFilter, now: number): Sql {
+  const out: Sql = { where: [], params: {} };
+  if (f.atDate !== undefined) {
+    out.params.at = sqlTime(f.atDate);
+    if (f.status === 'OPEN') out.where.push(state.openAt('at'));
+    else if (f.status === 'FIXED') out.where.push(`${state.existsAt('at')} AND NOT ${state.openAt('at')}`);
+    else out.where.push(state.existsAt('at'));
+  } else if (f.minDate !== undefined || f.maxDateEnd !== undefined) {
+    out.params.rangeL = sqlTime(f.minDate ?? 0);
+    if (f.status === 'FIXED') {
+      out.params.rangeE = sqlTime(f.maxDateEnd !== undefined ? f.maxDateEnd - 1 : now);
+      out.where.push(rule2);
+    } else {
+      out.params.rangeU = sqlTime(f.maxDateEnd ?? NEVER);
+      out.where.push(rule1);
+    }
+  } else if (f.status !== undefined) {
+    out.params.status = f.status;
+    out.where.push('status = {status:String}');
+  }
+  return out;
+}
+
+export interface Scope {
+  team?: string | undefined;
+  teams?: string[] | undefined;
+  identifier?: string | undefined;
+  identifierMatch?: boolean | undefined;
+  identifiers?: string[] | undefined;
+}
+
+/**
+ * Targets in scope (SPEC §5.5, §7): associated with `team`, with one of `teams`, whose identifier
+ * contains (or equals) `identifier`, or is one of `identifiers`. A target id is UUIDv5 of its
+ * identifier, so exact identifiers become ids without a lookup. Applies to `column`.
+ */
+export function targetScope(s: Scope, column = 'target_id'): Sql {
+  const out: Sql = { where: [], params: {} };
+  if (s.team !== undefined) {
+    out.params.scopeTeam = s.team;
+    out.where.push(`${column} IN (SELECT target_id FROM target_teams WHERE team = {scopeTeam:String})`);
+  }
+  if (s.teams !== undefined && s.teams.length > 0) {
+    out.params.scopeTeams = s.teams;
+    out.where.push(`${column} IN (SELECT target_id FROM target_teams WHERE team IN {scopeTeams:Array(String)})`);
+  }
+  if (s.identifier !== undefined) {
+    if (s.identifierMatch) {
+      out.params.scopeIdentifierId = targetId(s.identifier);
+      out.where.push(`${column} = {scopeIdentifierId:UUID}`);
+    } else {
+      out.params.scopeIdentifier = s.identifier;
+      out.where.push(`${column} IN (SELECT id FROM targets WHERE position(identifier, {scopeIdentifier:String}) > 0)`);
+    }
+  }
+  if (s.identifiers !== undefined && s.identifiers.length > 0) {
+    out.params.scopeIdentifierIds = s.identifiers.map(targetId);
+    out.where.push(`${column} IN {scopeIdentifierIds:Array(UUID)}`);
+  }
+  return out;
+}
+
+export function labelsAndScores(f: { labels?: string[] | undefined; minScore?: number | undefined; maxScore?: number | undefined }): Sql {
+  const out: Sql = { where: [], params: {} };
+  if (f.labels !== undefined && f.labels.length > 0) {
+    out.params.labels = f.labels;
+    out.where.push('issue_id IN (SELECT id FROM issues_current WHERE hasAny(labels, {labels:Array(String)}))');
+  }
+  if (f.minScore !== undefined) {
+    out.params.minScore = f.minScore;
+    out.where.push('score >= {minScore:Float64}');
+  }
+  if (f.maxScore !== undefined) {
+    out.params.maxScore = f.maxScore;
+    out.where.push('score <= {maxScore:Float64}');
+  }
+  return out;
+}
+
+export function merge(...parts: Sql[]): Sql {
+  return {
+    where: parts.flatMap((p) => p.where),
+    params: Object.assign({}, ...parts.map((p) => p.params)),
+  };
+}
+
+export const whereClause = (sql: Sql) => (sql.where.length > 0 ? `WHERE ${sql.where.join('\n  AND ')}` : '');
+
+/** All of SPEC §5.5 for findings lists. */
+export function findingConditions(f: FindingFilters, now: number): Sql {
+  return merge(targetScope(f), labelsAndScores(f), statusAndTime(f, now));
+}

@@ -1,0 +1,168 @@
+import type { FindingFilters, Paging } from '../filters/params.js';
+import { findingConditions, merge, whereClause, type Sql } from '../filters/sql.js';
+import type { Store } from '../storage/gateway.js';
+import { pagedQuery, type PageOf } from '../storage/paged.js';
+
+/** Reads of findings: the list of every findings endpoint, single findings, events, MTTR. */
+
+/** A finding's stored state, with its periods as epoch seconds. */
+export interface FindingRow {
+  id: string;
+  target_id: string;
+  issue_id: string;
+  affected_resource: string;
+  status: 'OPEN' | 'FIXED';
+  score: number;
+  found: number[];
+  fixed: number[];
+}
+
+const ROW_COLUMNS = `id, target_id, issue_id, affected_resource, status, score,
+       arrayMap(t -> toUInt32(t), found_at) AS found, arrayMap(t -> toUInt32(t), fixed_at) AS fixed`;
+
+/** What a findings list is a list of (SPEC §6.2–§6.5): all findings, or one issue's, target's or source's. */
+export interface FindingBase {
+  issueId?: string;
+  targetId?: string;
+  /** Findings with a FOUND event from this source (which ran against `targetId`). */
+  sourceId?: string;
+  ids?: string[];
+}
+
+function baseConditions(base: FindingBase): Sql {
+  const out: Sql = { where: [], params: {} };
+  if (base.issueId !== undefined) {
+    out.params.baseIssue = base.issueId;
+    out.where.push('issue_id = {baseIssue:UUID}');
+  }
+  if (base.targetId !== undefined) {
+    out.params.baseTarget = base.targetId;
+    out.where.push('target_id = {baseTarget:UUID}');
+  }
+  if (base.sourceId !== undefined) {
+    // finding_events is sorted by finding: restrict to the source's target's findings first.
+    out.params.baseSource = base.sourceId;
+    out.where.push(`id IN (SELECT finding_id FROM finding_events
+      WHERE finding_id IN (SELECT id FROM findings WHERE target_id = {baseTarget:UUID}) AND source_id = {baseSource:UUID})`);
+  }
+  if (base.ids !== undefined) {
+    out.params.baseIds = base.ids;
+    out.where.push('id IN {baseIds:Array(UUID)}');
+  }
+  return out;
+}
+
+const ORDER = {
+  id: 'toString(id)',
+  score: 'score, toString(id)',
+  '-score': 'score DESC, toString(id)',
+} as const;
+
+export function findingPage(
+  store: Store,
+  base: FindingBase,
+  filters: FindingFilters,
+  page: Paging,
+  now: number,
+): Promise<PageOf<FindingRow>> {
+  const sql = merge(baseConditions(base), findingConditions(filters, now));
+  return pagedQuery<FindingRow>(
+    store,
+    { select: ROW_COLUMNS, from: 'findings FINAL', where: whereClause(sql), orderBy: ORDER[filters.sortBy ?? 'id'], params: sql.params },
+    page,
+  );
+}
+
+export async function findingsByIds(store: Store, ids: string[]): Promise<FindingRow[]> {
+  if (ids.length === 0) return [];
+  return store.query<FindingRow>(`SELECT ${ROW_COLUMNS} FROM findings FINAL WHERE id IN {ids:Array(UUID)} ORDER BY toString(id)`, { ids });
+}
+
+/** The current attributes of findings: their latest FOUND event's payload and source (SPEC §3.5.6). */
+export interface LatestEvent {
+  finding: string;
+  source_id: string;
+  details: string;
+  impact_details: string;
+  resources: string;
+  affected_resource_string: string;
+  epoch: number;
+}
+
+export async function latestEvents(store: Store, findingIds: string[]): Promise<Map<string, LatestEvent>> {
+  if (findingIds.length === 0) return new Map();
+  const rows = await store.query<LatestEvent>(
+    `SELECT finding, e.1 AS source_id, e.2 AS details, e.3 AS impact_details, e.4 AS resources,
+            e.5 AS affected_resource_string, toUInt32(e.6) AS epoch
+     FROM
+     (
+         SELECT finding_id AS finding,
+                argMax((source_id, details, impact_details, resources, affected_resource_string, time), (time, check_id, pos)) AS e
+         FROM finding_events
+         WHERE finding_id IN {ids:Array(UUID)}
+         GROUP BY finding_id
+     )`,
+    { ids: findingIds },
+  );
+  return new Map(rows.map((r) => [r.finding, r]));
+}
+
+/**
+ * The finding of an issue on a target (SPEC §6.4): a target can hold several (one per affected
+ * resource); the one with the latest FOUND event wins, ties by ascending id.
+ */
+export async function findingOfIssueOnTarget(store: Store, issueId: string, targetId: string): Promise<string | undefined> {
+  const [row] = await store.query<{ finding: string }>(
+    `SELECT finding_id AS finding
+     FROM finding_events
+     WHERE finding_id IN (SELECT id FROM findings WHERE issue_id = {issue:UUID} AND target_id = {target:UUID})
+     GROUP BY finding_id
+     ORDER BY max(time) DESC, toString(finding_id)
+     LIMIT 1`,
+    { issue: issueId, target: targetId },
+  );
+  return row?.finding;
+}
+
+export interface EventRow {
+  id: string;
+  finding_id: string;
+  source_id: string;
+  score: number;
+  details: string;
+  resources: string;
+  epoch: number;
+}
+
+/** A finding's FOUND events, latest first (SPEC §5.4). */
+export function eventPage(store: Store, findingId: string, page: Paging): Promise<PageOf<EventRow>> {
+  return pagedQuery<EventRow>(
+    store,
+    {
+      select: 'id, finding_id, source_id, score, details, resources, toUInt32(time) AS epoch',
+      from: 'finding_events',
+      where: 'WHERE finding_id = {finding:UUID}',
+      orderBy: 'time DESC, toString(id)',
+      params: { finding: findingId },
+    },
+    page,
+  );
+}
+
+/**
+ * Mean time to remediate in days over the closed periods of the selected findings (SPEC §6.8),
+ * or undefined when there is none. `where` selects findings (a base or a family).
+ */
+export async function meanTtrDays(store: Store, where: Sql): Promise<number | undefined> {
+  const [row] = await store.query<{ hours: number; periods: number }>(
+    `SELECT sum(ttr_sum) AS hours, sum(ttr_count) AS periods FROM findings FINAL ${whereClause(where)}`,
+    where.params,
+  );
+  if (!row || row.periods === 0) return undefined;
+  return row.hours / row.periods / 24;
+}
+
+export const mttrScope = {
+  base: baseConditions,
+  family: (familyId: string): Sql => ({ where: ['has(family_ids, {family:UUID})'], params: { family: familyId } }),
+};

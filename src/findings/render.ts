@@ -1,0 +1,110 @@
+import { formatInstant, wholeHours } from '../domain/time.js';
+import { issuesByIds, type Issue } from '../issues/queries.js';
+import { sourcesByIds, type Source } from '../sources/queries.js';
+import type { Store } from '../storage/gateway.js';
+import { targetsByIds, type Target } from '../targets/queries.js';
+import { latestEvents, type EventRow, type FindingRow } from './queries.js';
+
+/**
+ * Finding objects (SPEC §6.1): state and exposures at the request's reference instant (SPEC §4.2),
+ * current attributes and last source from the latest FOUND event, the issue, the target with its
+ * teams. Everything a page needs comes in four queries whatever its size.
+ */
+
+export interface Exposure {
+  status: 'OPEN' | 'FIXED';
+  total_exposure: number;
+  current_exposure?: number;
+}
+
+/**
+ * SPEC §4.2 at instant T. With `atDate`, the status is the state at T; without, the finding's
+ * current status (§3.5) with exposures run to now.
+ */
+export function exposureAt(row: Pick<FindingRow, 'found' | 'fixed' | 'status'>, t: number, atDate: boolean): Exposure {
+  let total = 0;
+  let openSince: number | undefined;
+  row.found.forEach((found, i) => {
+    if (found > t) return;
+    const fixed = row.fixed[i]!;
+    total += Math.min(fixed, t) - found;
+    if (t < fixed) openSince = found;
+  });
+  const status = atDate ? (openSince !== undefined ? 'OPEN' : 'FIXED') : row.status;
+  const out: Exposure = { status, total_exposure: wholeHours(total) };
+  if (status === 'OPEN') {
+    const since = atDate ? openSince! : row.found[row.found.length - 1]!;
+    out.current_exposure = Math.max(0, wholeHours(t - since));
+  }
+  return out;
+}
+
+export interface Finding {
+  id: string;
+  affected_resource: string;
+  details: string;
+  impact_details: string;
+  status: 'OPEN' | 'FIXED';
+  score: number;
+  total_exposure: number;
+  current_exposure?: number;
+  resources: unknown[];
+  issue: Issue;
+  target: Target;
+  teams: string[];
+  source: Source;
+}
+
+const parseResources = (text: string | undefined): unknown[] => {
+  const value = text ? (JSON.parse(text) as unknown) : [];
+  return Array.isArray(value) ? value : [];
+};
+
+export async function renderFindings(store: Store, rows: FindingRow[], ref: { t: number; atDate: boolean }): Promise<Finding[]> {
+  if (rows.length === 0) return [];
+  const ids = (pick: (r: FindingRow) => string) => [...new Set(rows.map(pick))];
+  const [latest, issues, targets] = [
+    await latestEvents(store, ids((r) => r.id)),
+    await issuesByIds(store, ids((r) => r.issue_id)),
+    await targetsByIds(store, ids((r) => r.target_id)),
+  ];
+  const sources = await sourcesByIds(store, [...new Set([...latest.values()].map((e) => e.source_id))]);
+  return rows.map((row) => {
+    const event = latest.get(row.id);
+    const target = targets.get(row.target_id) ?? { id: row.target_id, identifier: '', teams: [] };
+    const issue = issues.get(row.issue_id);
+    return {
+      id: row.id,
+      affected_resource: event?.affected_resource_string || row.affected_resource,
+      details: event?.details ?? '',
+      impact_details: event?.impact_details ?? '',
+      ...exposureAt(row, ref.t, ref.atDate),
+      score: row.score,
+      resources: parseResources(event?.resources),
+      issue: issue ?? { id: row.issue_id, summary: '', cwe_id: 0, description: '', recommendations: [], reference_links: [], labels: [] },
+      target,
+      teams: [...target.teams],
+      source: (event && sources.get(event.source_id)) ?? {
+        id: event?.source_id ?? '',
+        name: '',
+        component: '',
+        instance: '',
+        options: '',
+        time: formatInstant(event?.epoch ?? 0),
+        target_id: row.target_id,
+      },
+    };
+  });
+}
+
+export function renderEvent(e: EventRow) {
+  return {
+    id: e.id,
+    finding_id: e.finding_id,
+    source_id: e.source_id,
+    score: e.score,
+    details: e.details,
+    resources: parseResources(e.resources),
+    time: formatInstant(e.epoch),
+  };
+}

@@ -1,0 +1,72 @@
+import Router from '@koa/router';
+import { isUuid } from '../domain/uuid.js';
+import { dbErrors } from '../errors.js';
+import { findingListQuery, pageQuery, type FindingFilters, type Paging } from '../filters/params.js';
+import type { ApiContext } from '../http/context.js';
+import { round2 } from '../stats/numbers.js';
+import { eventPage, findingPage, findingsByIds, meanTtrDays, mttrScope, type FindingBase } from './queries.js';
+import { renderEvent, renderFindings } from './render.js';
+
+/**
+ * A findings list for a base (all, an issue's, a target's, a source's) with the filters of SPEC
+ * §5.5: used by /findings and every findings sub-list.
+ */
+export async function listFindings(api: ApiContext, base: FindingBase | undefined, filters: FindingFilters, page: Paging) {
+  const now = api.now();
+  if (!base) {
+    // An unknown parent (or an id that is not a UUID): an empty list, but paging still applies.
+    if (page.page > 1) throw dbErrors.pageNotFound();
+    return { pagination: { limit: page.size, offset: 0, total: 0, more: false }, findings: [] };
+  }
+  const result = await findingPage(api.store, base, filters, page, now);
+  const ref = filters.atDate !== undefined ? { t: filters.atDate, atDate: true } : { t: now, atDate: false };
+  return { pagination: result.pagination, findings: await renderFindings(api.store, result.rows, ref) };
+}
+
+/** One finding at now, or 404 (SPEC §6.2). */
+export async function oneFinding(api: ApiContext, id: string | undefined) {
+  if (!id || !isUuid(id)) throw dbErrors.notFound();
+  const [row] = await findingsByIds(api.store, [id]);
+  if (!row) throw dbErrors.notFound();
+  const [finding] = await renderFindings(api.store, [row], { t: api.now(), atDate: false });
+  return { finding };
+}
+
+/** Per-entity MTTR in days, rounded to 2 decimals; 404 without closed periods (SPEC §6.8). */
+export async function mttrResponse(api: ApiContext, where: Parameters<typeof meanTtrDays>[1] | undefined) {
+  const days = where ? await meanTtrDays(api.store, where) : undefined;
+  if (days === undefined) throw dbErrors.notFound();
+  return { mttr: round2(days) };
+}
+
+export function findingRoutes(api: ApiContext): Router {
+  const router = new Router();
+
+  router.get('/findings', async (ctx) => {
+    const { filters, page } = findingListQuery(ctx.query, api);
+    ctx.body = await listFindings(api, {}, filters, page);
+  });
+
+  router.get('/findings/:id', async (ctx) => {
+    ctx.body = await oneFinding(api, ctx.params.id);
+  });
+
+  router.get('/findings/:id/events', async (ctx) => {
+    const page = pageQuery(ctx.query, api);
+    const id = ctx.params.id!;
+    if (!isUuid(id)) {
+      if (page.page > 1) throw dbErrors.pageNotFound();
+      ctx.body = { pagination: { limit: page.size, offset: 0, total: 0, more: false }, events: [] };
+      return;
+    }
+    const result = await eventPage(api.store, id, page);
+    ctx.body = { pagination: result.pagination, events: result.rows.map(renderEvent) };
+  });
+
+  router.get('/findings/:id/mttr', async (ctx) => {
+    const id = ctx.params.id!;
+    ctx.body = await mttrResponse(api, isUuid(id) ? mttrScope.base({ ids: [id] }) : undefined);
+  });
+
+  return router;
+}

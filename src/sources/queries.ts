@@ -1,0 +1,47 @@
+import { formatInstant } from '../domain/time.js';
+import type { Paging } from '../filters/params.js';
+import type { Store } from '../storage/gateway.js';
+import { pagedQuery, type PageOf } from '../storage/paged.js';
+
+/** Source objects (SPEC §2.3, §6.1). */
+
+export interface Source {
+  id: string;
+  name: string;
+  component: string;
+  instance: string;
+  options: string;
+  time: string;
+  target_id: string;
+}
+
+interface SourceRow extends Omit<Source, 'time'> {
+  epoch: number;
+  family_id: string;
+}
+
+const COLUMNS = 'id, name, component, instance, options, toUInt32(time) AS epoch, target_id, family_id';
+
+const toSource = ({ epoch, family_id: _family, ...rest }: SourceRow): Source => ({ ...rest, time: formatInstant(epoch) });
+
+export async function sourcesByIds(store: Store, ids: string[]): Promise<Map<string, Source>> {
+  if (ids.length === 0) return new Map();
+  const rows = await store.query<SourceRow>(`SELECT DISTINCT ${COLUMNS} FROM sources WHERE id IN {ids:Array(UUID)}`, { ids });
+  return new Map(rows.map((r) => [r.id, toSource(r)]));
+}
+
+/** One source with its family (for the family's MTTR). */
+export async function sourceById(store: Store, id: string): Promise<(Source & { familyId: string }) | undefined> {
+  const [row] = await store.query<SourceRow>(`SELECT ${COLUMNS} FROM sources WHERE id = {id:UUID} LIMIT 1`, { id });
+  return row ? { ...toSource(row), familyId: row.family_id } : undefined;
+}
+
+/** Sources by time, then id (SPEC §5.4). */
+export async function sourcePage(store: Store, page: Paging): Promise<PageOf<Source>> {
+  const result = await pagedQuery<SourceRow>(
+    store,
+    { select: COLUMNS, from: 'sources', where: '', orderBy: 'time, toString(id)', params: {} },
+    page,
+  );
+  return { rows: result.rows.map(toSource), pagination: result.pagination };
+}

@@ -1,0 +1,39 @@
+import Router from '@koa/router';
+import { isUuid } from '../domain/uuid.js';
+import { dbErrors } from '../errors.js';
+import { findingListQuery, pageQuery } from '../filters/params.js';
+import { mttrScope } from '../findings/queries.js';
+import { listFindings, mttrResponse } from '../findings/routes.js';
+import type { ApiContext } from '../http/context.js';
+import { sourceById, sourcePage } from './queries.js';
+
+export function sourceRoutes(api: ApiContext): Router {
+  const router = new Router();
+  const lookup = async (id: string) => (isUuid(id) ? sourceById(api.store, id) : undefined);
+
+  router.get('/sources', async (ctx) => {
+    const result = await sourcePage(api.store, pageQuery(ctx.query, api));
+    ctx.body = { pagination: result.pagination, sources: result.rows };
+  });
+
+  router.get('/sources/:id', async (ctx) => {
+    const found = await lookup(ctx.params.id!);
+    if (!found) throw dbErrors.notFound();
+    const { familyId: _family, ...source } = found;
+    ctx.body = { source };
+  });
+
+  router.get('/sources/:id/findings', async (ctx) => {
+    const { filters, page } = findingListQuery(ctx.query, api);
+    const source = await lookup(ctx.params.id!);
+    ctx.body = await listFindings(api, source && { sourceId: source.id, targetId: source.target_id }, filters, page);
+  });
+
+  // The MTTR of the source's whole family (name, component, options) on every target (SPEC §6.3).
+  router.get('/sources/:id/mttr', async (ctx) => {
+    const source = await lookup(ctx.params.id!);
+    ctx.body = await mttrResponse(api, source && mttrScope.family(source.familyId));
+  });
+
+  return router;
+}

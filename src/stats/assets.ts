@@ -1,0 +1,42 @@
+import { SEVERITIES, type Severity } from '../domain/severity.js';
+import { labelsAndScores, merge, targetScope, whereClause, type Scope } from '../filters/sql.js';
+import type { Store } from '../storage/gateway.js';
+
+export type AssetStats = Record<Severity | 'total', number>;
+
+/**
+ * SPEC §7.7: the targets in scope, and those with at least one currently OPEN finding (of the
+ * given labels) counted once each in the severity of their highest open score. Without labels the
+ * materialized counts per target answer it.
+ */
+export async function assetStats(store: Store, f: Scope & { labels?: string[] | undefined }): Promise<AssetStats> {
+  const targets = targetScope(f, 'id');
+  const [total] = await store.query<{ n: number }>(`SELECT count() AS n FROM targets FINAL ${whereClause(targets)}`, targets.params);
+  const scope = targetScope(f);
+  let rows: { severity: Severity; n: number }[];
+  if (!f.labels?.length) {
+    rows = await store.query(
+      `SELECT highest AS severity, count() AS n
+       FROM
+       (
+           SELECT target_id, max(severity) AS highest
+           FROM (SELECT target_id, severity, sum(findings) AS open FROM finding_counts ${whereClause(merge(scope, { where: ["status = 'OPEN'"], params: {} }))} GROUP BY target_id, severity)
+           WHERE open > 0
+           GROUP BY target_id
+       )
+       GROUP BY highest`,
+      scope.params,
+    );
+  } else {
+    const sql = merge(scope, labelsAndScores({ labels: f.labels }), { where: ["status = 'OPEN'"], params: {} });
+    rows = await store.query(
+      `SELECT highest AS severity, count() AS n
+       FROM (SELECT target_id, max(severity) AS highest FROM findings FINAL ${whereClause(sql)} GROUP BY target_id)
+       GROUP BY highest`,
+      sql.params,
+    );
+  }
+  const out = { total: total?.n ?? 0 } as AssetStats;
+  for (const s of SEVERITIES) out[s] = rows.find((r) => r.severity === s)?.n ?? 0;
+  return out;
+}

@@ -1,0 +1,25 @@
+import { SEVERITIES, zeroBySeverity, type BySeverity, type Severity } from '../domain/severity.js';
+import { labelsAndScores, merge, statusAndTime, targetScope, whereClause } from '../filters/sql.js';
+import type { Store } from '../storage/gateway.js';
+import type { StatFilters } from './filters.js';
+
+/**
+ * Open (SPEC §7.1) and fixed (§7.2) findings by severity. Current counts without label or score
+ * filters come from the materialized counts per target (finding_counts); a scope of teams is the
+ * set of their targets, each counted once.
+ */
+export async function findingCounts(store: Store, status: 'OPEN' | 'FIXED', f: StatFilters, now: number): Promise<BySeverity<number>> {
+  const current = f.atDate === undefined && f.minDate === undefined && f.maxDateEnd === undefined;
+  const plain = current && !f.labels?.length && f.minScore === undefined && f.maxScore === undefined;
+  let rows: { severity: Severity; n: number }[];
+  if (plain) {
+    const sql = merge(targetScope(f), { where: ['status = {countStatus:String}'], params: { countStatus: status } });
+    rows = await store.query(`SELECT severity, sum(findings) AS n FROM finding_counts ${whereClause(sql)} GROUP BY severity`, sql.params);
+  } else {
+    const sql = merge(targetScope(f), labelsAndScores(f), statusAndTime({ ...f, status }, now));
+    rows = await store.query(`SELECT severity, count() AS n FROM findings FINAL ${whereClause(sql)} GROUP BY severity`, sql.params);
+  }
+  const out = zeroBySeverity();
+  for (const r of rows) if (SEVERITIES.includes(r.severity)) out[r.severity] = r.n;
+  return out;
+}

@@ -1,0 +1,57 @@
+import { labelsAndScores, merge, sqlTime, state, targetScope, whereClause } from '../filters/sql.js';
+import type { Store } from '../storage/gateway.js';
+import type { StatFilters } from './filters.js';
+import { round2 } from './numbers.js';
+
+/**
+ * Exposure percentiles (SPEC §7.5, §7.6, §7.8). quantilesExactInclusive interpolates linearly
+ * between closest ranks with h = p × (n − 1), which is SPEC §7.8's definition.
+ */
+
+export interface Percentiles {
+  percentile_10: number;
+  percentile_25: number;
+  percentile_50: number;
+  percentile_75: number;
+  percentile_90: number;
+  mean: number;
+}
+
+async function percentilesOf(store: Store, valueSql: string, where: ReturnType<typeof merge>): Promise<Percentiles> {
+  const [row] = await store.query<{ q: number[]; mean: number; n: number }>(
+    `SELECT quantilesExactInclusive(0.1, 0.25, 0.5, 0.75, 0.9)(v) AS q, avg(v) AS mean, count() AS n
+     FROM (SELECT toFloat64(${valueSql}) AS v FROM findings FINAL ${whereClause(where)})`,
+    where.params,
+  );
+  const q = row && row.n > 0 ? row.q : [0, 0, 0, 0, 0];
+  return {
+    percentile_10: round2(q[0]!),
+    percentile_25: round2(q[1]!),
+    percentile_50: round2(q[2]!),
+    percentile_75: round2(q[3]!),
+    percentile_90: round2(q[4]!),
+    mean: row && row.n > 0 ? round2(row.mean) : 0,
+  };
+}
+
+/** §7.5: total_exposure(T) of every finding in scope that exists at T (T = now or atDate). */
+export function totalExposureStats(store: Store, f: StatFilters, now: number): Promise<Percentiles> {
+  const scope = merge(targetScope(f), labelsAndScores(f));
+  if (f.atDate !== undefined) {
+    const where = merge(scope, { where: [state.existsAt('at')], params: { at: sqlTime(f.atDate) } });
+    return percentilesOf(store, state.totalExposureAt('at'), where);
+  }
+  const where = merge(scope, { where: [state.existsAt('now')], params: { now: sqlTime(now) } });
+  return percentilesOf(store, state.totalExposureNow('now'), where);
+}
+
+/** §7.6: current_exposure(T) of every finding in scope that is OPEN at T. */
+export function currentExposureStats(store: Store, f: StatFilters, now: number): Promise<Percentiles> {
+  const scope = merge(targetScope(f), labelsAndScores(f));
+  if (f.atDate !== undefined) {
+    const where = merge(scope, { where: [state.openAt('at')], params: { at: sqlTime(f.atDate) } });
+    return percentilesOf(store, state.currentExposureAt('at'), where);
+  }
+  const where = merge(scope, { where: ["status = 'OPEN'"], params: { now: sqlTime(now) } });
+  return percentilesOf(store, state.currentExposureNow('now'), where);
+}

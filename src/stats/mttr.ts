@@ -1,0 +1,51 @@
+import { SEVERITIES, type Severity } from '../domain/severity.js';
+import { labelsAndScores, merge, sqlTime, targetScope, whereClause } from '../filters/sql.js';
+import { NEVER } from '../domain/time.js';
+import type { Store } from '../storage/gateway.js';
+import type { StatFilters } from './filters.js';
+import { round2 } from './numbers.js';
+
+export type MttrStats = Record<Severity | 'total', number>;
+
+/**
+ * SPEC §7.4: mean TTR (whole hours per closed period) of the findings in scope, by severity and in
+ * total; with dates only periods fixed in [L, U). Without dates the per-finding sums stored with
+ * each finding are enough; with dates the periods are unnested.
+ */
+export async function mttrStats(store: Store, f: StatFilters): Promise<MttrStats> {
+  const scope = merge(targetScope(f), labelsAndScores(f));
+  let rows: { severity: Severity; hours: number; periods: number }[];
+  if (f.minDate === undefined && f.maxDateEnd === undefined) {
+    rows = await store.query(
+      `SELECT severity, sum(ttr_sum) AS hours, sum(ttr_count) AS periods FROM findings FINAL ${whereClause(scope)} GROUP BY severity`,
+      scope.params,
+    );
+  } else {
+    const params = { ...scope.params, fixedFrom: sqlTime(f.minDate ?? 0), fixedTo: sqlTime(f.maxDateEnd ?? NEVER) };
+    rows = await store.query(
+      `SELECT severity, sum(ttr) AS hours, count() AS periods
+       FROM
+       (
+           SELECT severity,
+                  arrayJoin(arrayFilter(h -> h >= 0, arrayMap((f, x) ->
+                      if(x >= {fixedFrom:DateTime('UTC')} AND x < {fixedTo:DateTime('UTC')}, intDiv(toInt64(x) - toInt64(f), 3600), -1),
+                      found_at, fixed_at))) AS ttr
+           FROM findings FINAL
+           ${whereClause(scope)}
+       )
+       GROUP BY severity`,
+      params,
+    );
+  }
+  const out = { total: 0 } as MttrStats;
+  let hours = 0;
+  let periods = 0;
+  for (const s of SEVERITIES) {
+    const r = rows.find((x) => x.severity === s);
+    out[s] = r && r.periods > 0 ? round2(r.hours / r.periods) : 0;
+    hours += r?.hours ?? 0;
+    periods += r?.periods ?? 0;
+  }
+  out.total = periods > 0 ? round2(hours / periods) : 0;
+  return out;
+}
