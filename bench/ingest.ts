@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config.js';
-import { eventRows } from '../src/ingest/batch.js';
+import { eventRows } from '../src/ingest/rows.js';
 import { ReportBatcher } from '../src/ingest/batcher.js';
 import { exclusiveOwner } from '../src/ingest/target-locks.js';
 import { prepareReport, type Prepared } from '../src/ingest/prepare.js';

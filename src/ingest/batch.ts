@@ -1,9 +1,10 @@
-import { eventId } from '../domain/ids.js';
 import { nowSeconds } from '../domain/time.js';
 import type { Store } from '../storage/gateway.js';
 import { nextFindingRow, type FindingRow, type FindingState } from './finding-state.js';
-import { compareRank, type DetectionRank, type IssueClaim, type NormalizedReport } from './normalize.js';
-import { extendFamily, isOpen, walkFamily, type FamilySource, type Period } from './periods.js';
+import { extendPair, groupBy, groupPairs, rebuildPair, reportsFinding, type Pair } from './derive.js';
+import { compareRank, type DetectionRank, type NormalizedReport } from './normalize.js';
+import type { FamilySource } from './periods.js';
+import { eventRows, issueRows } from './rows.js';
 import * as q from './queries.js';
 
 /**
@@ -45,159 +46,7 @@ export class SimulatedCrash extends Error {
   }
 }
 
-interface Pair {
-  targetId: string;
-  familyId: string;
-  reports: NormalizedReport[];
-  fast: boolean;
-}
-
 const unique = <T>(xs: Iterable<T>) => [...new Set(xs)];
-
-function groupPairs(reports: NormalizedReport[], heads: Map<string, number>, recovery: boolean): Pair[] {
-  const pairs = new Map<string, Pair>();
-  for (const r of reports) {
-    const key = q.pairKey(r.targetId, r.familyId);
-    const pair = pairs.get(key) ?? { targetId: r.targetId, familyId: r.familyId, reports: [], fast: false };
-    pair.reports.push(r);
-    pairs.set(key, pair);
-  }
-  for (const [key, pair] of pairs) {
-    pair.reports.sort((a, b) => a.time - b.time);
-    const head = heads.get(key);
-    const strictlyLater = pair.reports.every((r, i) => i === 0 || r.time > pair.reports[i - 1]!.time);
-    pair.fast = !recovery && strictlyLater && (head === undefined || pair.reports[0]!.time > head);
-  }
-  return [...pairs.values()];
-}
-
-function setFamily(state: FindingState, familyId: string, periods: Period[]): void {
-  if (periods.length > 0) state.familyPeriods.set(familyId, periods);
-  else state.familyPeriods.delete(familyId);
-}
-
-const reportedIds = new WeakMap<NormalizedReport, Set<string>>();
-function reportsFinding(r: NormalizedReport, findingId: string): boolean {
-  let ids = reportedIds.get(r);
-  if (!ids) reportedIds.set(r, (ids = new Set(r.detections.map((d) => d.findingId))));
-  return ids.has(findingId);
-}
-
-function groupBy<T>(items: Iterable<T>, key: (item: T) => string): Map<string, T[]> {
-  const out = new Map<string, T[]>();
-  for (const item of items) {
-    const k = key(item);
-    const list = out.get(k);
-    if (list) list.push(item);
-    else out.set(k, [item]);
-  }
-  return out;
-}
-
-/** Extends the pair's family periods at their end, one new source at a time. */
-function extendPair(pair: Pair, candidates: FindingState[]): void {
-  for (const state of candidates) {
-    const current = state.familyPeriods.get(pair.familyId) ?? [];
-    const last = current[current.length - 1];
-    const reported = pair.reports.some((r) => reportsFinding(r, state.id));
-    if (!reported && !(last && isOpen(last))) continue; // closed and not reported: nothing changes
-    let periods = current;
-    for (const r of pair.reports) periods = extendFamily(periods, r.time, reportsFinding(r, state.id));
-    setFamily(state, pair.familyId, periods);
-  }
-}
-
-/** Rebuilds the pair's family periods from every source of the family on the target. */
-function rebuildPair(
-  pair: Pair,
-  candidates: FindingState[],
-  storedSources: FamilySource[],
-  storedReporters: Map<string, Set<string>>,
-): void {
-  const sources = [...storedSources, ...pair.reports.map((r) => ({ id: r.sourceId, time: r.time }))];
-  for (const state of candidates) {
-    const reporters = new Set(storedReporters.get(state.id) ?? []);
-    for (const r of pair.reports) if (reportsFinding(r, state.id)) reporters.add(r.sourceId);
-    setFamily(state, pair.familyId, walkFamily(sources, reporters));
-  }
-}
-
-interface BestClaims {
-  claim: IssueClaim;
-  detail: DetectionRank;
-  details: IssueClaim['details'];
-  labelsRank?: DetectionRank;
-  labels?: string[];
-}
-
-/** The issue claims of the batch that beat the stored ones (earliest details, latest labels). */
-function issueRows(reports: NormalizedReport[], stored: Map<string, q.IssueClaimKeys>) {
-  const best = new Map<string, BestClaims>();
-  for (const r of reports) {
-    for (const claim of r.issues) {
-      const detail = { time: r.time, checkId: r.instance, pos: claim.details.pos };
-      const labelsRank = claim.labels ? { time: r.time, checkId: r.instance, pos: claim.labels.pos } : undefined;
-      const b = best.get(claim.issueId);
-      if (!b) {
-        best.set(claim.issueId, { claim, detail, details: claim.details, ...(labelsRank ? { labelsRank, labels: claim.labels!.labels } : {}) });
-        continue;
-      }
-      if (compareRank(detail, b.detail) < 0) {
-        b.detail = detail;
-        b.details = claim.details;
-      }
-      if (labelsRank && (!b.labelsRank || compareRank(labelsRank, b.labelsRank) > 0)) {
-        b.labelsRank = labelsRank;
-        b.labels = claim.labels!.labels;
-      }
-    }
-  }
-  const rows = [];
-  for (const [id, b] of best) {
-    const known = stored.get(id);
-    const improvesDetail = !known || compareRank(b.detail, known.detail) < 0;
-    const improvesLabels = b.labelsRank !== undefined && (!known?.labels || compareRank(b.labelsRank, known.labels) > 0);
-    if (!improvesDetail && !improvesLabels) continue;
-    rows.push({
-      id,
-      summary: b.claim.summary,
-      description: b.claim.description,
-      cwe_id: b.details.cweId,
-      recommendations: b.details.recommendations,
-      reference_links: b.details.referenceLinks,
-      detail_time: b.detail.time,
-      detail_check_id: b.detail.checkId,
-      detail_pos: b.detail.pos,
-      labels: b.labels ?? [],
-      labels_time: b.labelsRank?.time ?? 0,
-      labels_check_id: b.labelsRank?.checkId ?? '',
-      labels_pos: b.labelsRank?.pos ?? 0,
-    });
-  }
-  return rows;
-}
-
-/** FOUND event rows of the reports (exported for the ingest benchmark's raw insert baseline). */
-export function eventRows(reports: NormalizedReport[]) {
-  return reports.flatMap((r) =>
-    r.detections.map((d) => ({
-      id: eventId(d.findingId, r.sourceId),
-      finding_id: d.findingId,
-      source_id: r.sourceId,
-      family_id: r.familyId,
-      target_id: r.targetId,
-      time: r.time,
-      check_id: r.instance,
-      pos: d.pos,
-      score: d.score,
-      details: d.details,
-      resources: d.resources,
-      fingerprint: d.fingerprint,
-      affected_resource_string: d.affectedResourceString,
-      impact_details: d.impactDetails,
-    })),
-  );
-}
 
 /**
  * §3.5.6: a finding's score is its latest FOUND event's. When every family that ever detected a

@@ -13,7 +13,10 @@ export class QueueUnavailable extends Error {
 }
 
 export function checksQueue(connection: Redis, names: RedisNames): Queue {
-  return new Queue(CHECKS_QUEUE, { connection, prefix: names.queuePrefix, skipWaitingForReady: true });
+  const queue = new Queue(CHECKS_QUEUE, { connection, prefix: names.queuePrefix, skipWaitingForReady: true });
+  // Connection trouble surfaces where a job is added (503 / a failed import); keep it off stderr.
+  queue.on('error', () => {});
+  return queue;
 }
 
 async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {

@@ -1,0 +1,165 @@
+/**
+ * npm run bench:api [-- --scale 100k|1m|all --runs 40]
+ *
+ * Database API latency on the benchmark datasets (bench/lib/dataset.ts): for each statistic, for
+ * a large team and globally, and for findings list pages 1 and 500 of the large team, p50/p95 of
+ * sequential HTTP requests to the API started in this process, next to p50/p95 of the very same
+ * SQL (recorded while serving the request) run directly on the engine in the same run.
+ * Results: bench/results/api-<scale>.json and a table on the console.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import { Redis } from 'ioredis';
+import { createDbApi } from '../src/app.js';
+import { createLogger } from '../src/log.js';
+import { checksQueue } from '../src/queue/producer.js';
+import type { QueryParams, Store } from '../src/storage/gateway.js';
+import { LARGE_TEAM, openDataset, SCALES, type Scale } from './lib/dataset.js';
+
+const args = process.argv.slice(2);
+const arg = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1]! : fallback;
+};
+const scaleArg = arg('scale', 'all');
+const scales = (scaleArg === 'all' ? Object.keys(SCALES) : [scaleArg]) as Scale[];
+const RUNS = Number(arg('runs', '40'));
+const WARMUP = 5;
+
+const team = `team=${LARGE_TEAM}`;
+const range = 'minDate=2024-01-10&maxDate=2024-01-20';
+
+/** [name, path, absolute p50 target in ms at the 1m scale or undefined] */
+const CASES: [string, string, number | undefined][] = [
+  ['stats/open team', `/stats/open?${team}`, 10],
+  ['stats/fixed team', `/stats/fixed?${team}`, 10],
+  ['stats/open team dates', `/stats/open?${team}&${range}`, 20],
+  ['stats/fixed team dates', `/stats/fixed?${team}&${range}`, 20],
+  ['stats/open team atDate', `/stats/open?${team}&atDate=2024-01-15`, 20],
+  ['stats/mttr team', `/stats/mttr?${team}`, 20],
+  ['stats/mttr team dates', `/stats/mttr?${team}&${range}`, 20],
+  ['stats/exposure team', `/stats/exposure?${team}`, undefined],
+  ['stats/exposure/current team', `/stats/exposure/current?${team}`, undefined],
+  ['stats/assets team', `/stats/assets?${team}`, undefined],
+  ['stats/open global', '/stats/open', 60],
+  ['stats/fixed global', '/stats/fixed', 60],
+  ['stats/open global dates', `/stats/open?${range}`, 60],
+  ['stats/fixed global dates', `/stats/fixed?${range}`, 60],
+  ['stats/mttr global', '/stats/mttr', 60],
+  ['stats/mttr global dates', `/stats/mttr?${range}`, 60],
+  ['stats/exposure global', '/stats/exposure', undefined],
+  ['stats/exposure/current global', '/stats/exposure/current', undefined],
+  ['stats/assets global', '/stats/assets', undefined],
+  ['stats/issues', '/stats/issues', undefined],
+  ['stats/size', '/stats/size', undefined],
+  ['findings team page 1', `/findings?${team}`, 15],
+  ['findings team page 500', `/findings?${team}&page=500`, undefined],
+  ['findings team OPEN page 1', `/findings?${team}&status=OPEN`, undefined],
+];
+
+function quantile(sorted: number[], p: number): number {
+  const h = p * (sorted.length - 1);
+  const k = Math.floor(h);
+  return sorted[k]! + (h - k) * ((sorted[k + 1] ?? sorted[k]!) - sorted[k]!);
+}
+
+const summarise = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return { p50: +quantile(s, 0.5).toFixed(2), p95: +quantile(s, 0.95).toFixed(2) };
+};
+
+/** A store that can record the statements it runs. */
+function recording(store: Store) {
+  let log: { sql: string; params?: QueryParams }[] | undefined;
+  const wrapped: Store = {
+    ...store,
+    query: (sql, params) => {
+      log?.push({ sql, ...(params ? { params } : {}) });
+      return store.query(sql, params);
+    },
+  };
+  return {
+    store: wrapped,
+    start: () => (log = []),
+    stop: () => {
+      const out = log ?? [];
+      log = undefined;
+      return out;
+    },
+  };
+}
+
+const results: Record<string, unknown> = {};
+for (const scale of scales) {
+  const { dataset, store } = await openDataset(scale);
+  console.log(`\n${scale}: ${dataset.findings} findings, ${dataset.events} events, ${dataset.reports} reports`);
+  const rec = recording(store);
+  const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true });
+  const app = createDbApi({
+    store: rec.store,
+    queue: checksQueue(redis, { queuePrefix: 'bench-unused', keyPrefix: 'bench-unused' }),
+    log: createLogger('warn'),
+    maxReportBytes: 1 << 20,
+    pageSizeDefault: 20,
+    pageSizeMax: 100,
+  });
+  const server = http.createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const rows = [];
+  for (const [name, path, target] of CASES) {
+    const get = async () => {
+      const res = await fetch(base + path);
+      if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+      await res.arrayBuffer();
+    };
+    for (let i = 0; i < WARMUP; i++) await get();
+    rec.start();
+    await get();
+    const statements = rec.stop();
+    const httpTimes: number[] = [];
+    const rawTimes: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      let t = performance.now();
+      await get();
+      httpTimes.push(performance.now() - t);
+      t = performance.now();
+      for (const s of statements) await store.query(s.sql, s.params);
+      rawTimes.push(performance.now() - t);
+    }
+    const h = summarise(httpTimes);
+    const raw = summarise(rawTimes);
+    const row = {
+      name,
+      path,
+      queries: statements.length,
+      http: h,
+      raw,
+      ratio: +(h.p50 / raw.p50).toFixed(2),
+      target1m: target,
+      meetsTarget: target === undefined || scale !== '1m' ? undefined : h.p50 <= target,
+    };
+    rows.push(row);
+    console.log(
+      `${name.padEnd(32)} http p50 ${h.p50.toFixed(1).padStart(6)} p95 ${h.p95.toFixed(1).padStart(6)} | raw p50 ${raw.p50.toFixed(1).padStart(6)} p95 ${raw.p95.toFixed(1).padStart(6)} | ×${row.ratio.toFixed(2)} (${statements.length} q)` +
+        (target && scale === '1m' ? ` target ${target} ms ${h.p50 <= target ? 'ok' : 'MISSED'}` : ''),
+    );
+  }
+  server.close();
+  await store.close();
+  redis.disconnect();
+  results[scale] = {
+    date: new Date().toISOString(),
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
+    dataset,
+    runs: RUNS,
+    rows,
+  };
+  fs.mkdirSync('bench/results', { recursive: true });
+  fs.writeFileSync(`bench/results/api-${scale}.json`, JSON.stringify(results[scale], null, 2) + '\n');
+  console.log(`written to bench/results/api-${scale}.json`);
+}
+process.exit(0);

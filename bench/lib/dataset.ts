@@ -1,0 +1,92 @@
+/**
+ * Benchmark datasets: a synthetic history (bench/lib/synthetic.ts) replayed through the ingest
+ * batcher into an embedded store under bench/.data/<scale>, with every target associated with one
+ * of 20 teams (team 0, the "large team", holds 20% of the targets). Built once and reused; a
+ * marker file records what the folder holds.
+ *
+ *   100k: 8,000 targets × 25 scans = 200,000 reports → ~100k findings, 2M FOUND events
+ *   1m:   80,000 targets × 25 scans = 2,000,000 reports → ~1M findings, 20M FOUND events
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ReportBatcher } from '../../src/ingest/batcher.js';
+import { exclusiveOwner } from '../../src/ingest/target-locks.js';
+import { createLogger } from '../../src/log.js';
+import { openStore, type Store } from '../../src/storage/gateway.js';
+import { migrate } from '../../src/storage/migrate.js';
+import { targetId } from '../../src/domain/ids.js';
+import { syntheticReports, targetName, teamName, teamOf } from './synthetic.js';
+
+export const SCALES = {
+  '100k': { targets: 8_000, scans: 25 },
+  '1m': { targets: 80_000, scans: 25 },
+} as const;
+export type Scale = keyof typeof SCALES;
+
+export const TEAMS = 20;
+export const LARGE_TEAM = teamName(0);
+export const SMALL_TEAM = teamName(7);
+
+export interface Dataset {
+  scale: Scale;
+  dataDir: string;
+  storePath: string;
+  reports: number;
+  findings: number;
+  events: number;
+}
+
+export const dataDirOf = (scale: Scale) => path.resolve('bench/.data', scale);
+
+const log = createLogger('warn');
+
+async function build(store: Store, scale: Scale): Promise<void> {
+  const { targets, scans } = SCALES[scale];
+  const batcher = new ReportBatcher({ store, locks: exclusiveOwner, batchSize: 4000, waitMs: 20, concurrency: 1, maxEventAgeDays: 0, log });
+  const started = performance.now();
+  let sent = 0;
+  const inFlight = new Set<Promise<unknown>>();
+  for (const report of syntheticReports({ targets, scans, churn: 0.01 })) {
+    const p = batcher.submit({ data: report, attemptsStarted: 1 }).finally(() => inFlight.delete(p));
+    inFlight.add(p);
+    sent += 1;
+    if (inFlight.size >= 8000) await Promise.race(inFlight);
+    if (sent % 100_000 === 0) console.log(`  dataset ${scale}: ${sent} reports (${Math.round(sent / ((performance.now() - started) / 1000))}/s)`);
+  }
+  await Promise.all(inFlight);
+}
+
+async function associateTeams(store: Store, targets: number): Promise<void> {
+  await store.command('TRUNCATE TABLE target_teams');
+  const rows = Array.from({ length: targets }, (_, i) => ({
+    team: teamName(teamOf(i, TEAMS)),
+    target_id: targetId(targetName(i)),
+    associated_seq: i,
+  }));
+  for (let i = 0; i < rows.length; i += 50_000) await store.insert('target_teams', rows.slice(i, i + 50_000));
+}
+
+/** Opens the dataset of a scale, building it first if its folder does not hold it yet. */
+export async function openDataset(scale: Scale): Promise<{ dataset: Dataset; store: Store }> {
+  const dataDir = dataDirOf(scale);
+  const storePath = path.join(dataDir, 'clickhouse');
+  const marker = path.join(dataDir, 'dataset.json');
+  const store = await openStore({ url: undefined, database: 'vulndb', user: 'default', password: '', embeddedPath: storePath });
+  await migrate(store);
+  if (!fs.existsSync(marker)) {
+    const { targets, scans } = SCALES[scale];
+    console.log(`building the ${scale} dataset in ${dataDir} (${targets * scans} reports; once)`);
+    const [existing] = await store.query<{ n: number }>('SELECT count() AS n FROM sources');
+    if ((existing?.n ?? 0) < targets * scans) await build(store, scale);
+    await associateTeams(store, targets);
+    // Settle background merges so every run measures the same table layout.
+    await store.command('OPTIMIZE TABLE findings FINAL');
+    const [counts] = await store.query<{ reports: number; findings: number; events: number }>(
+      `SELECT (SELECT count() FROM sources) AS reports, (SELECT count() FROM findings FINAL) AS findings,
+              (SELECT count() FROM finding_events) AS events`,
+    );
+    fs.writeFileSync(marker, JSON.stringify({ scale, ...counts, built: new Date().toISOString() }, null, 2));
+  }
+  const info = JSON.parse(fs.readFileSync(marker, 'utf8')) as Omit<Dataset, 'dataDir' | 'storePath'>;
+  return { dataset: { ...info, scale, dataDir, storePath }, store };
+}

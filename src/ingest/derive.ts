@@ -1,0 +1,86 @@
+import type { FindingState } from './finding-state.js';
+import type { NormalizedReport } from './normalize.js';
+import { extendFamily, isOpen, walkFamily, type FamilySource, type Period } from './periods.js';
+import { pairKey } from './queries.js';
+
+/**
+ * SPEC §3.5 for a batch: the batch's reports grouped by (target, family), and each pair applied to
+ * the findings it can change — extended at the end of the family's history when every new report
+ * is later than the family's latest stored source, rebuilt from the full history otherwise.
+ */
+
+export interface Pair {
+  targetId: string;
+  familyId: string;
+  reports: NormalizedReport[];
+  fast: boolean;
+}
+
+export function groupPairs(reports: NormalizedReport[], heads: Map<string, number>, recovery: boolean): Pair[] {
+  const pairs = new Map<string, Pair>();
+  for (const r of reports) {
+    const key = pairKey(r.targetId, r.familyId);
+    const pair = pairs.get(key) ?? { targetId: r.targetId, familyId: r.familyId, reports: [], fast: false };
+    pair.reports.push(r);
+    pairs.set(key, pair);
+  }
+  for (const [key, pair] of pairs) {
+    pair.reports.sort((a, b) => a.time - b.time);
+    const head = heads.get(key);
+    const strictlyLater = pair.reports.every((r, i) => i === 0 || r.time > pair.reports[i - 1]!.time);
+    pair.fast = !recovery && strictlyLater && (head === undefined || pair.reports[0]!.time > head);
+  }
+  return [...pairs.values()];
+}
+
+function setFamily(state: FindingState, familyId: string, periods: Period[]): void {
+  if (periods.length > 0) state.familyPeriods.set(familyId, periods);
+  else state.familyPeriods.delete(familyId);
+}
+
+const reportedIds = new WeakMap<NormalizedReport, Set<string>>();
+export function reportsFinding(r: NormalizedReport, findingId: string): boolean {
+  let ids = reportedIds.get(r);
+  if (!ids) reportedIds.set(r, (ids = new Set(r.detections.map((d) => d.findingId))));
+  return ids.has(findingId);
+}
+
+export function groupBy<T>(items: Iterable<T>, key: (item: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = out.get(k);
+    if (list) list.push(item);
+    else out.set(k, [item]);
+  }
+  return out;
+}
+
+/** Extends the pair's family periods at their end, one new source at a time. */
+export function extendPair(pair: Pair, candidates: FindingState[]): void {
+  for (const state of candidates) {
+    const current = state.familyPeriods.get(pair.familyId) ?? [];
+    const last = current[current.length - 1];
+    const reported = pair.reports.some((r) => reportsFinding(r, state.id));
+    if (!reported && !(last && isOpen(last))) continue; // closed and not reported: nothing changes
+    let periods = current;
+    for (const r of pair.reports) periods = extendFamily(periods, r.time, reportsFinding(r, state.id));
+    setFamily(state, pair.familyId, periods);
+  }
+}
+
+/** Rebuilds the pair's family periods from every source of the family on the target. */
+export function rebuildPair(
+  pair: Pair,
+  candidates: FindingState[],
+  storedSources: FamilySource[],
+  storedReporters: Map<string, Set<string>>,
+): void {
+  const sources = [...storedSources, ...pair.reports.map((r) => ({ id: r.sourceId, time: r.time }))];
+  for (const state of candidates) {
+    const reporters = new Set(storedReporters.get(state.id) ?? []);
+    for (const r of pair.reports) if (reportsFinding(r, state.id)) reporters.add(r.sourceId);
+    setFamily(state, pair.familyId, walkFamily(sources, reporters));
+  }
+}
+
