@@ -5,6 +5,7 @@ import { nowSeconds } from './domain/time.js';
 import { findingRoutes } from './findings/routes.js';
 import type { ApiContext } from './http/context.js';
 import { issueRoutes } from './issues/routes.js';
+import { docsRoutes } from './openapi/routes.js';
 import { sourceRoutes } from './sources/routes.js';
 import { dbApiBody, dbErrors, errorMiddleware } from './errors.js';
 import { healthRoutes } from './health/routes.js';
@@ -48,6 +49,7 @@ export function createDbApi(deps: DbApiDeps): Koa {
     targetRoutes({ ...api, maxBodyBytes: deps.maxReportBytes, ...(deps.onTeamsChanged ? { onTeamsChanged: deps.onTeamsChanged } : {}) }),
     statsRoutes(api),
     healthRoutes({ store: deps.store }),
+    docsRoutes(api),
   ];
   mountRoutes(app, routers, dbErrors);
   return app;

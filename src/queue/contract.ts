@@ -85,7 +85,7 @@ const vulnerabilitySchema = z.object(
   { error: 'must be an object' },
 );
 
-const finishedReportSchema = z
+export const finishedReportSchema = z
   .object({
     status: z.literal('FINISHED'),
     check_id: requiredString,

@@ -1,0 +1,77 @@
+import { z } from 'zod';
+import { querySchema, type PageLimits } from '../filters/params.js';
+import { errorBodySchema } from '../http/schema.js';
+import { dbOperations, type Operation } from './operations.js';
+
+/**
+ * The OpenAPI 3.1 document of the database API, generated from the zod schemas the service uses:
+ * query parameters from the validated fields (their input side: the strings a client sends),
+ * bodies and responses from the response schemas (their output side), with the descriptions
+ * the schemas carry.
+ */
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', reused: 'inline' }) as Record<string, unknown>;
+  return rest;
+}
+
+const pathParams = (path: string) => [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
+
+function parameters(op: Operation, limits: PageLimits) {
+  const out: Record<string, unknown>[] = pathParams(op.path).map((name) => ({
+    name,
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+    description: name === 'resource' ? 'Affected resource, URL-encoded' : 'Identifier (a value that is not a UUID is simply unknown)',
+  }));
+  if (op.params && op.params.length > 0) {
+    const props = (jsonSchema(querySchema(op.params, limits), 'input').properties ?? {}) as Record<string, Record<string, unknown>>;
+    for (const name of op.params) {
+      const schema = props[name] ?? { type: 'string' };
+      out.push({ name, in: 'query', required: false, schema, ...(schema.description ? { description: schema.description } : {}) });
+    }
+  }
+  return out;
+}
+
+const ERROR_TEXT: Record<number, string> = {
+  400: 'Invalid parameters or body (SPEC §5.2 message)',
+  404: 'Not Found, or Page Not Found',
+  413: 'Request Entity Too Large',
+  415: 'Unsupported Media Type',
+  422: 'identifier can not be void / team can not be void',
+  503: 'Unavailable (store) or Queue Unavailable',
+};
+
+export function openApiDocument(limits: PageLimits, version = '0.1.0') {
+  const paths: Record<string, Record<string, unknown>> = {};
+  const error = { description: '', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+  for (const op of dbOperations) {
+    const responses: Record<string, unknown> = {
+      [String(op.status ?? 200)]: { description: op.response.description ?? 'OK', content: { 'application/json': { schema: jsonSchema(op.response, 'output') } } },
+    };
+    for (const status of [...op.errors, 500]) responses[String(status)] = { ...error, description: ERROR_TEXT[status] ?? 'Internal Server Error' };
+    (paths[op.path] ??= {})[op.method] = {
+      tags: [op.tag],
+      summary: op.summary,
+      operationId: `${op.method}${op.path.replace(/\{([^}]+)\}/g, 'By_$1').replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase())}`,
+      parameters: parameters(op, limits),
+      ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(op.body, 'input') } } } } : {}),
+      responses,
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'vulndb database API',
+      version,
+      description:
+        'Findings, issues, targets, sources, FOUND events and statistics of the vulnerability tracking service. ' +
+        'Instants are RFC 3339 UTC; exposures and MTTR statistics are in hours, per-entity MTTR in days.',
+    },
+    paths,
+    components: { schemas: { Error: jsonSchema(errorBodySchema, 'output') } },
+  };
+}
+
