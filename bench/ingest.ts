@@ -5,6 +5,8 @@
  * embedded store; committed reports are sampled every second until all are in.
  *   queue  (default) end to end: a producer process enqueues on the checks queue (like scanners or
  *          `vulndb import`) while this process runs the ingest worker.
+ *          With --prefill the whole history is enqueued first and the worker's drain rate is measured
+ *          (the producer then does not compete for this machine's two cores).
  *   direct the replay path of `vulndb import --direct`: each report is serialised and parsed as if
  *          read from JSON lines and handed to the same batcher, without the queue.
  * Next to it, the raw insert rate of the same FOUND event rows into the same engine (inserts of
@@ -36,6 +38,8 @@ const SCANS = 25;
 const TARGETS = Math.ceil(REPORTS / SCANS);
 const KEEP = args.includes('--keep');
 const MODE = arg('mode', 'queue');
+// queue mode: enqueue the whole history before the worker starts, to measure the worker alone.
+const PREFILL = args.includes('--prefill');
 if (MODE !== 'queue' && MODE !== 'direct') throw new Error('--mode must be queue or direct');
 const DATA_DIR = arg('data-dir', path.join(os.tmpdir(), `vulndb-bench-ingest-${REPORTS}`));
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -47,18 +51,27 @@ const id = randomUUID().slice(0, 8);
 const names = { queuePrefix: `bench-${id}`, keyPrefix: `bench-${id}` };
 
 console.log(`ingest benchmark (${MODE}): ${REPORTS} reports × ${VULNS_PER_REPORT} vulnerabilities, ${TARGETS} targets, batch ${config.ingest.batchSize}`);
+let produced: { sent: number; seconds: number; pausedSeconds: number } | undefined;
+const produce = (maxPending: number) =>
+  new Promise<void>((resolve) => {
+    const producer = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/produce.ts', REDIS_URL, names.queuePrefix, String(TARGETS), String(SCANS), String(maxPending)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    producer.stdout.on('data', (d: Buffer) => (produced = JSON.parse(d.toString())));
+    producer.on('exit', () => resolve());
+  });
+if (MODE === 'queue' && PREFILL) {
+  await produce(Number.MAX_SAFE_INTEGER);
+  console.log(`prefilled the queue: ${produced?.sent} reports in ${produced?.seconds.toFixed(1)} s`);
+}
 const service = await startService(config, { api: false, worker: MODE === 'queue', log, names });
 const count = async (table: string) =>
   (await service.store.query<{ n: number }>(`SELECT count() AS n FROM ${table}`))[0]!.n;
 
 // --- ingestion --------------------------------------------------------------------------------
 const started = performance.now();
-let produced: { sent: number; seconds: number; pausedSeconds: number } | undefined;
 if (MODE === 'queue') {
-  const producer = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/produce.ts', REDIS_URL, names.queuePrefix, String(TARGETS), String(SCANS)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  producer.stdout.on('data', (d: Buffer) => (produced = JSON.parse(d.toString())));
+  if (!PREFILL) void produce(20_000);
 } else {
   const batcher = new ReportBatcher({
     store: service.store,
@@ -119,7 +132,7 @@ if (!KEEP) fs.rmSync(DATA_DIR, { recursive: true, force: true });
 const result = {
   date: new Date().toISOString(),
   machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
-  parameters: { mode: MODE, reports: REPORTS, targets: TARGETS, scans: SCANS, vulnerabilitiesPerReport: VULNS_PER_REPORT, batchSize: config.ingest.batchSize },
+  parameters: { mode: MODE + (PREFILL ? ' (prefilled)' : ''), reports: REPORTS, targets: TARGETS, scans: SCANS, vulnerabilitiesPerReport: VULNS_PER_REPORT, batchSize: config.ingest.batchSize },
   endToEnd: {
     seconds: +seconds.toFixed(1),
     reportsPerSecond: Math.round(REPORTS / seconds),
@@ -134,7 +147,7 @@ const result = {
   rawInsert: { rows: sample.length, seconds: +rawSeconds.toFixed(2), eventsPerSecond: Math.round(sample.length / rawSeconds) },
 };
 fs.mkdirSync('bench/results', { recursive: true });
-const out = `bench/results/ingest-${MODE}-${REPORTS}.json`;
+const out = `bench/results/ingest-${MODE}${PREFILL ? '-prefilled' : ''}-${REPORTS}.json`;
 fs.writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
 console.log(JSON.stringify(result, null, 2));
 console.log(`written to ${out}`);

@@ -7,7 +7,8 @@ import { checksQueue, enqueueReports } from '../../src/queue/producer.js';
 import { requestConnection, whenReady } from '../../src/queue/redis.js';
 import { syntheticReports } from './synthetic.js';
 
-const [redisUrl, queuePrefix, targets, scans] = process.argv.slice(2);
+const [redisUrl, queuePrefix, targets, scans, maxPendingArg] = process.argv.slice(2);
+const maxPending = Number(maxPendingArg ?? 20_000);
 const redis = requestConnection(redisUrl!);
 await whenReady(redis);
 const queue = checksQueue(redis, { queuePrefix: queuePrefix!, keyPrefix: 'unused' });
@@ -20,7 +21,7 @@ for (const report of syntheticReports({ targets: Number(targets), scans: Number(
   if (chunk.length < 500) continue;
   for (;;) {
     const c = await queue.getJobCounts('waiting', 'prioritized');
-    if (c.waiting! + c.prioritized! < 20_000) break;
+    if (c.waiting! + c.prioritized! < maxPending) break;
     const t = performance.now();
     await new Promise((r) => setTimeout(r, 50));
     pausedMs += performance.now() - t;

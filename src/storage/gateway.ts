@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 import type { NodeClickHouseClientConfigOptions } from '@clickhouse/client/dist/config.js';
-import { createChdbConnection } from 'chdb/connection';
 import type { StoreConfig } from '../config.js';
 
 /**
@@ -117,6 +116,8 @@ async function openEmbedded(cfg: StoreConfig): Promise<Store> {
   try {
     // chdb types its Connection against its own copy of @clickhouse/client-common; the runtime
     // contract is the one createClient expects.
+    // Loaded only here: server mode never needs the native engine.
+    const { createChdbConnection } = await import('chdb/connection');
     const connection = createChdbConnection({ path: cfg.embeddedPath }) as unknown as NodeClickHouseClientConfigOptions['connection'];
     client = createClient({ connection });
   } catch (err) {
