@@ -37,7 +37,7 @@ describe('the OpenAPI document', () => {
     });
     const root = app.middleware.map((m) => (m as unknown as { router?: Router }).router).find((r) => r !== undefined)!;
     const served = new Set(
-      root.stack.flatMap((layer) => layer.methods.filter((m) => m !== 'HEAD').map((m) => normalise(m, layer.path))),
+      root.stack.flatMap((layer) => layer.methods.filter((m) => m !== 'HEAD').map((m) => normalise(m, String(layer.path)))),
     );
     served.delete('GET /openapi.json');
     served.delete('GET /docs');

@@ -44,11 +44,21 @@ const PRECEDENCE = [
   'Invalid Status',
 ];
 
-const emptyIsAbsent = (v: unknown) => (v === '' ? undefined : Array.isArray(v) ? v[0] : v);
+// A repeated parameter counts by its first value; an empty value is absent.
+const emptyIsAbsent = (v: unknown) => {
+  const first: unknown = Array.isArray(v) ? v[0] : v;
+  return first === '' ? undefined : first;
+};
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess(emptyIsAbsent, schema.optional());
 
+// Digits only, so the value is an integer; one beyond the safe range (page 10^30) is still a well
+// formed number: a page past the end (404) or a size over the maximum, never a zod message.
 const positiveInt = (message: string) =>
-  z.string().regex(/^\d+$/, { error: message }).transform(Number).pipe(z.number().int().min(1, { error: message }));
+  z
+    .string()
+    .regex(/^\d+$/, { error: message })
+    .transform((v) => Math.min(Number(v), Number.MAX_SAFE_INTEGER))
+    .pipe(z.number().min(1, { error: message }));
 
 const date = z
   .string()
@@ -58,7 +68,13 @@ const date = z
     return parsed ?? 0;
   });
 
-const score = z.string().regex(/^-?\d+(\.\d+)?$/, { error: 'Malformed Score' }).transform(Number);
+// Scores lie in [0, 10], so a well-formed score of any magnitude (even 400 digits, beyond a double)
+// compares like one clamped to ±10^15, which the store can bind (it refuses unsafe integers).
+const SCORE_BOUND = 1e15;
+const score = z
+  .string()
+  .regex(/^-?\d+(\.\d+)?$/, { error: 'Malformed Score' })
+  .transform((v) => Math.min(Math.max(Number(v), -SCORE_BOUND), SCORE_BOUND));
 
 const TRUE = ['1', 't', 'T', 'true', 'TRUE', 'True'];
 const FALSE = ['0', 'f', 'F', 'false', 'FALSE', 'False'];

@@ -14,8 +14,20 @@ export interface Sql {
   params: Record<string, unknown>;
 }
 
-/** ClickHouse DateTime('UTC') parameter text for an epoch second. */
-export const sqlTime = (epoch: number) => new Date(epoch * 1000).toISOString().slice(0, 19).replace('T', ' ');
+/**
+ * ClickHouse DateTime('UTC') parameter text for an epoch second. Dates a client may send span years
+ * 0001–9999 while DateTime spans 1970 to NEVER, and every stored instant lies in [0, NEVER): a
+ * bound outside that span is clamped to its edge, which selects exactly the same periods.
+ */
+export const sqlTime = (epoch: number) =>
+  new Date(Math.min(Math.max(epoch, 0), NEVER) * 1000).toISOString().slice(0, 19).replace('T', ' ');
+
+/**
+ * A reference instant T (atDate) as a parameter: clamped below NEVER so that periods still open
+ * (fixed_at = NEVER) remain OPEN at a T beyond 2106. Exposures computed in SQL then run to that
+ * edge instead of the literal far-future date.
+ */
+export const sqlAt = (epoch: number) => sqlTime(Math.min(epoch, NEVER - 1));
 
 const T = (name: string) => `{${name}:DateTime('UTC')}`;
 
@@ -60,7 +72,7 @@ export interface TimeFilter {
 export function statusAndTime(f: TimeFilter, now: number): Sql {
   const out: Sql = { where: [], params: {} };
   if (f.atDate !== undefined) {
-    out.params.at = sqlTime(f.atDate);
+    out.params.at = sqlAt(f.atDate);
     if (f.status === 'OPEN') out.where.push(state.openAt('at'));
     else if (f.status === 'FIXED') out.where.push(`${state.existsAt('at')} AND NOT ${state.openAt('at')}`);
     else out.where.push(state.existsAt('at'));

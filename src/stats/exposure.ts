@@ -1,4 +1,4 @@
-import { labelsAndScores, merge, sqlTime, state, targetScope, whereClause } from '../filters/sql.js';
+import { labelsAndScores, merge, sqlAt, sqlTime, state, targetScope, whereClause } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
 import { round2 } from './numbers.js';
@@ -38,7 +38,7 @@ async function percentilesOf(store: Store, valueSql: string, where: ReturnType<t
 export function totalExposureStats(store: Store, f: StatFilters, now: number): Promise<Percentiles> {
   const scope = merge(targetScope(f), labelsAndScores(f));
   if (f.atDate !== undefined) {
-    const where = merge(scope, { where: [state.existsAt('at')], params: { at: sqlTime(f.atDate) } });
+    const where = merge(scope, { where: [state.existsAt('at')], params: { at: sqlAt(f.atDate) } });
     return percentilesOf(store, state.totalExposureAt('at'), where);
   }
   const where = merge(scope, { where: [state.existsAt('now')], params: { now: sqlTime(now) } });
@@ -49,7 +49,7 @@ export function totalExposureStats(store: Store, f: StatFilters, now: number): P
 export function currentExposureStats(store: Store, f: StatFilters, now: number): Promise<Percentiles> {
   const scope = merge(targetScope(f), labelsAndScores(f));
   if (f.atDate !== undefined) {
-    const where = merge(scope, { where: [state.openAt('at')], params: { at: sqlTime(f.atDate) } });
+    const where = merge(scope, { where: [state.openAt('at')], params: { at: sqlAt(f.atDate) } });
     return percentilesOf(store, state.currentExposureAt('at'), where);
   }
   const where = merge(scope, { where: ["status = 'OPEN'"], params: { now: sqlTime(now) } });

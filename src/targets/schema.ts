@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { entityIdSchema, paginationSchema, teamIdSchema } from '../http/schema.js';
 
 /** POST /targets body (SPEC §6.6): types are checked (400) before emptiness rules (422). */
 export const associateTeamsBody = z.object(
@@ -10,3 +11,28 @@ export const associateTeamsBody = z.object(
   },
   { error: 'request body must be a JSON object' },
 );
+
+/** Response schemas of the target endpoints (SPEC §6.1, §6.5, §6.6). */
+
+export const targetSchema = z
+  .object({
+    id: entityIdSchema.describe('Target id'),
+    identifier: z.string().describe('Asset identifier: domain, hostname, URL, IP, account, image…'),
+    teams: z.array(teamIdSchema).describe('Associated teams, in association order'),
+  })
+  .strict()
+  .describe('An asset on which checks run');
+
+/** GET /targets/{target_id}; POST /targets (201). */
+export const targetResponse = z.object({ target: targetSchema }).strict().describe('One target');
+
+/** GET /targets, GET /issues/{issue_id}/targets. */
+export const targetListResponse = z
+  .object({
+    pagination: paginationSchema,
+    targets: z.array(targetSchema).describe('Targets in ascending id order'),
+  })
+  .strict()
+  .describe('A page of targets');
+
+export type TargetBody = z.infer<typeof targetSchema>;
