@@ -62,6 +62,7 @@ const positiveInt = (message: string) =>
 
 const date = z
   .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, { error: 'Malformed Date' })
   .transform((v, ctx) => {
     const parsed = parseDate(v);
     if (parsed === undefined) ctx.addIssue({ code: 'custom', message: 'Malformed Date' });
@@ -97,21 +98,21 @@ export interface PageLimits {
 
 /** Every query parameter the database APIs know, each validated on its own. */
 const baseFields = {
-  page: optional(positiveInt('Malformed Page Number')),
-  size: optional(positiveInt('Malformed Size Number')),
-  atDate: optional(date),
-  minDate: optional(date),
-  maxDate: optional(date),
-  minScore: optional(score),
-  maxScore: optional(score),
-  identifiermatch: optional(boolean),
-  status: optional(z.enum(['OPEN', 'FIXED'], { error: 'Invalid Status' })),
-  team: optional(z.string()),
-  teams: optional(list),
-  identifier: optional(z.string()),
-  identifiers: optional(list),
-  labels: optional(list),
-  sortBy: optional(z.string()),
+  page: optional(positiveInt('Malformed Page Number')).describe('Page number, from 1 (default 1)'),
+  size: optional(positiveInt('Malformed Size Number')).describe('Page size, from 1 to PAGE_SIZE_MAX (default PAGE_SIZE_DEFAULT)'),
+  atDate: optional(date).describe('YYYY-MM-DD: status and exposures at the start of that day (UTC); excludes minDate/maxDate'),
+  minDate: optional(date).describe('YYYY-MM-DD: start of a range (inclusive); with status OPEN rule 1, FIXED rule 2 of SPEC §4.3'),
+  maxDate: optional(date).describe('YYYY-MM-DD: end of a range (the whole day included)'),
+  minScore: optional(score).describe('Current score at least this (decimal number)'),
+  maxScore: optional(score).describe('Current score at most this (decimal number)'),
+  identifiermatch: optional(boolean).describe('With identifier: exact match (true) instead of substring (false)'),
+  status: optional(z.enum(['OPEN', 'FIXED'], { error: 'Invalid Status' })).describe('OPEN or FIXED (case-sensitive)'),
+  team: optional(z.string()).describe('Targets associated with this team'),
+  teams: optional(list).describe('Comma-separated teams: targets associated with at least one of them (each counted once)'),
+  identifier: optional(z.string()).describe('Target identifier contains this text (case-sensitive)'),
+  identifiers: optional(list).describe('Comma-separated target identifiers (exact)'),
+  labels: optional(list).describe("Comma-separated labels: the finding's issue has at least one of them"),
+  sortBy: optional(z.string()).describe('score or -score (default: ascending id)'),
 } as const;
 
 export type FieldName = keyof typeof baseFields;
@@ -124,7 +125,7 @@ const sizeCap = (max: number) =>
 /** The zod schema of an endpoint's parameters (the page size bounded by PAGE_SIZE_MAX). */
 export function querySchema<K extends FieldName>(names: readonly K[], limits?: PageLimits) {
   const shape = Object.fromEntries(
-    names.map((n) => [n, n === 'size' && limits ? sizeCap(limits.pageSizeMax) : baseFields[n]]),
+    names.map((n) => [n, n === 'size' && limits ? sizeCap(limits.pageSizeMax).describe(baseFields.size.description ?? '') : baseFields[n]]),
   );
   return z.object(shape as { [P in K]: Fields[P] });
 }
