@@ -12,10 +12,12 @@ CREATE TABLE IF NOT EXISTS sources
     instance  String,
     options   String,
     time      DateTime('UTC'),
-    INDEX sources_id_bf id TYPE bloom_filter GRANULARITY 1
+    -- Lookups by id (duplicate check, GET /sources/{id}): small granules, few false positives.
+    INDEX sources_id_bf id TYPE bloom_filter(0.001) GRANULARITY 1
 )
 ENGINE = ReplacingMergeTree
-ORDER BY (target_id, family_id, time, id);
+ORDER BY (target_id, family_id, time, id)
+SETTINGS index_granularity = 1024;
 
 -- The latest source time of each family on each target. A report later than its family's head
 -- extends the history at its end, so the worker can update findings incrementally; an earlier

@@ -39,8 +39,9 @@ CREATE TABLE IF NOT EXISTS findings
     prev_status              Enum8('NONE' = 0, 'OPEN' = 1, 'FIXED' = 2),
     prev_severity            Enum8('informational' = 0, 'low' = 1, 'medium' = 2, 'high' = 3, 'critical' = 4),
     updated_at               DateTime('UTC'),
-    INDEX findings_id_bf id TYPE bloom_filter GRANULARITY 1,
-    INDEX findings_issue_bf issue_id TYPE bloom_filter GRANULARITY 1
+    INDEX findings_id_bf id TYPE bloom_filter(0.001) GRANULARITY 1,
+    INDEX findings_issue_bf issue_id TYPE bloom_filter(0.001) GRANULARITY 1
 )
 ENGINE = ReplacingMergeTree(version)
-ORDER BY (target_id, id);
+ORDER BY (target_id, id)
+SETTINGS index_granularity = 1024;

@@ -1,7 +1,9 @@
 -- Open/fixed counts per target × severity × status, maintained by materialized views.
 -- Every findings insert carries the state it replaces (prev_status/prev_severity); the first view
--- turns that into -1/+1 delta rows, the second sums them. A team's counts are the sum over its
--- targets' rows, so team (re)associations change nothing here.
+-- turns that into -1/+1 delta rows, the second sums them into one row per target holding a counter
+-- per status × severity (one row per target keeps a team's read to as many rows as it has
+-- targets). A team's counts are the sum over its targets' rows, so team (re)associations change
+-- nothing here.
 CREATE TABLE IF NOT EXISTS finding_state_deltas
 (
     target_id  UUID,
@@ -17,13 +19,20 @@ ORDER BY (target_id, changed_at, finding_id);
 
 CREATE TABLE IF NOT EXISTS finding_counts
 (
-    target_id UUID,
-    severity  Enum8('informational' = 0, 'low' = 1, 'medium' = 2, 'high' = 3, 'critical' = 4),
-    status    Enum8('OPEN' = 1, 'FIXED' = 2),
-    findings  Int64
+    target_id           UUID,
+    open_critical       Int64,
+    open_high           Int64,
+    open_medium         Int64,
+    open_low            Int64,
+    open_informational  Int64,
+    fixed_critical      Int64,
+    fixed_high          Int64,
+    fixed_medium        Int64,
+    fixed_low           Int64,
+    fixed_informational Int64
 )
 ENGINE = SummingMergeTree
-ORDER BY (target_id, severity, status);
+ORDER BY target_id;
 
 -- A version whose status and severity equal the ones it replaces produces no delta.
 CREATE MATERIALIZED VIEW IF NOT EXISTS findings_to_state_deltas TO finding_state_deltas AS
@@ -51,5 +60,16 @@ FROM
 );
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS finding_state_deltas_to_counts TO finding_counts AS
-SELECT target_id, severity, status, toInt64(delta) AS findings
+SELECT
+    target_id,
+    toInt64(if(status = 'OPEN' AND severity = 'critical', delta, 0))       AS open_critical,
+    toInt64(if(status = 'OPEN' AND severity = 'high', delta, 0))           AS open_high,
+    toInt64(if(status = 'OPEN' AND severity = 'medium', delta, 0))         AS open_medium,
+    toInt64(if(status = 'OPEN' AND severity = 'low', delta, 0))            AS open_low,
+    toInt64(if(status = 'OPEN' AND severity = 'informational', delta, 0))  AS open_informational,
+    toInt64(if(status = 'FIXED' AND severity = 'critical', delta, 0))      AS fixed_critical,
+    toInt64(if(status = 'FIXED' AND severity = 'high', delta, 0))          AS fixed_high,
+    toInt64(if(status = 'FIXED' AND severity = 'medium', delta, 0))        AS fixed_medium,
+    toInt64(if(status = 'FIXED' AND severity = 'low', delta, 0))           AS fixed_low,
+    toInt64(if(status = 'FIXED' AND severity = 'informational', delta, 0)) AS fixed_informational
 FROM finding_state_deltas;

@@ -1,7 +1,9 @@
 import type { FindingFilters, Paging } from '../filters/params.js';
 import { findingConditions, merge, whereClause, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
-import { pagedQuery, type PageOf } from '../storage/paged.js';
+import { ISSUE_COLUMNS, type Issue } from '../issues/queries.js';
+import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
+import { TEAMS_OF } from '../targets/queries.js';
 
 /** Reads of findings: the list of every findings endpoint, single findings, events, MTTR. */
 
@@ -17,8 +19,12 @@ export interface FindingRow {
   fixed: number[];
 }
 
-const ROW_COLUMNS = `id, target_id, issue_id, affected_resource, status, score,
-       arrayMap(t -> toUInt32(t), found_at) AS found, arrayMap(t -> toUInt32(t), fixed_at) AS fixed`;
+/** A finding with what its JSON shows of its issue and target (SPEC §6.1). */
+export interface FindingWithContext extends FindingRow {
+  issue: Issue;
+  identifier: string;
+  teams: string[];
+}
 
 /** What a findings list is a list of (SPEC §6.2–§6.5): all findings, or one issue's, target's or source's. */
 export interface FindingBase {
@@ -53,51 +59,91 @@ function baseConditions(base: FindingBase): Sql {
 }
 
 const ORDER = {
-  id: 'toString(id)',
-  score: 'score, toString(id)',
-  '-score': 'score DESC, toString(id)',
+  id: byId(),
+  score: `score, ${byId()}`,
+  '-score': `score DESC, ${byId()}`,
 } as const;
 
-export function findingPage(
+/**
+ * A page of findings in two steps: the page's ids (only the sort columns are read for every
+ * matching finding), then those findings' rows.
+ */
+export async function findingPage(
   store: Store,
   base: FindingBase,
   filters: FindingFilters,
   page: Paging,
   now: number,
-): Promise<PageOf<FindingRow>> {
+): Promise<PageOf<FindingWithContext>> {
   const sql = merge(baseConditions(base), findingConditions(filters, now));
-  return pagedQuery<FindingRow>(
+  const ids = await pagedQuery<{ id: string }>(
     store,
-    { select: ROW_COLUMNS, from: 'findings FINAL', where: whereClause(sql), orderBy: ORDER[filters.sortBy ?? 'id'], params: sql.params },
+    { select: 'id', from: 'findings FINAL', where: whereClause(sql), orderBy: ORDER[filters.sortBy ?? 'id'], params: sql.params },
     page,
   );
+  const rows = new Map((await findingsByIds(store, ids.rows.map((r) => r.id))).map((r) => [r.id, r]));
+  return { rows: ids.rows.flatMap((r) => rows.get(r.id) ?? []), pagination: ids.pagination };
 }
 
-export async function findingsByIds(store: Store, ids: string[]): Promise<FindingRow[]> {
+/**
+ * Findings by id with their issue, target and teams, in one query: each joined side reads only
+ * the rows of these findings (the per-query cost dominates a page, not the data).
+ */
+export async function findingsByIds(store: Store, ids: string[]): Promise<FindingWithContext[]> {
   if (ids.length === 0) return [];
-  return store.query<FindingRow>(`SELECT ${ROW_COLUMNS} FROM findings FINAL WHERE id IN {ids:Array(UUID)} ORDER BY toString(id)`, { ids });
+  const mine = (column: string) => `(SELECT ${column} FROM findings WHERE id IN {ids:Array(UUID)})`;
+  const rows = await store.query<FindingRow & Omit<Issue, 'id'> & { identifier: string; teams: string[] }>(
+    `SELECT f.id AS id, f.target_id AS target_id, f.issue_id AS issue_id, f.affected_resource AS affected_resource,
+            f.status AS status, f.score AS score, f.found AS found, f.fixed AS fixed,
+            i.summary AS summary, i.cwe_id AS cwe_id, i.description AS description,
+            i.recommendations AS recommendations, i.reference_links AS reference_links, i.labels AS labels,
+            t.identifier AS identifier, tt.teams AS teams
+     FROM
+     (
+         SELECT id, target_id, issue_id, affected_resource, status, score,
+                arrayMap(x -> toUInt32(x), found_at) AS found, arrayMap(x -> toUInt32(x), fixed_at) AS fixed
+         FROM findings FINAL
+         WHERE id IN {ids:Array(UUID)}
+     ) AS f
+     LEFT JOIN (SELECT ${ISSUE_COLUMNS} FROM issues_current WHERE id IN ${mine('issue_id')}) AS i ON i.id = f.issue_id
+     LEFT JOIN (SELECT DISTINCT id, identifier FROM targets WHERE id IN ${mine('target_id')}) AS t ON t.id = f.target_id
+     LEFT JOIN (${TEAMS_OF.replace('{ids:Array(UUID)}', mine('target_id'))}) AS tt ON tt.target = f.target_id
+     ORDER BY ${byId('f.id')}`,
+    { ids },
+  );
+  return rows.map(({ summary, cwe_id, description, recommendations, reference_links, labels, ...r }) => ({
+    ...r,
+    issue: { id: r.issue_id, summary, cwe_id, description, recommendations, reference_links, labels },
+  }));
 }
 
 /** The current attributes of findings: their latest FOUND event's payload and source (SPEC §3.5.6). */
 export interface LatestEvent {
   finding: string;
-  source_id: string;
   details: string;
   impact_details: string;
   resources: string;
   affected_resource_string: string;
-  epoch: number;
+  source_id: string;
+  source_name: string;
+  component: string;
+  instance: string;
+  options: string;
+  source_epoch: number;
+  source_target: string;
 }
 
 export async function latestEvents(store: Store, findingIds: string[]): Promise<Map<string, LatestEvent>> {
   if (findingIds.length === 0) return new Map();
   const rows = await store.query<LatestEvent>(
-    `SELECT finding, e.1 AS source_id, e.2 AS details, e.3 AS impact_details, e.4 AS resources,
-            e.5 AS affected_resource_string, toUInt32(e.6) AS epoch
+    `SELECT finding, e.1 AS details, e.2 AS impact_details, e.3 AS resources, e.4 AS affected_resource_string,
+            e.5 AS source_id, e.6 AS source_name, e.7 AS component, e.8 AS instance, e.9 AS options,
+            toUInt32(e.10) AS source_epoch, e.11 AS source_target
      FROM
      (
          SELECT finding_id AS finding,
-                argMax((source_id, details, impact_details, resources, affected_resource_string, time), (time, check_id, pos)) AS e
+                argMax((details, impact_details, resources, affected_resource_string,
+                        source_id, source_name, component, check_id, options, time, target_id), (time, check_id, pos)) AS e
          FROM finding_events
          WHERE finding_id IN {ids:Array(UUID)}
          GROUP BY finding_id
@@ -142,7 +188,7 @@ export function eventPage(store: Store, findingId: string, page: Paging): Promis
       select: 'id, finding_id, source_id, score, details, resources, toUInt32(time) AS epoch',
       from: 'finding_events',
       where: 'WHERE finding_id = {finding:UUID}',
-      orderBy: 'time DESC, toString(id)',
+      orderBy: `time DESC, ${byId()}`,
       params: { finding: findingId },
     },
     page,

@@ -1,14 +1,14 @@
 import { formatInstant, wholeHours } from '../domain/time.js';
-import { issuesByIds, type Issue } from '../issues/queries.js';
-import { sourcesByIds, type Source } from '../sources/queries.js';
+import type { Issue } from '../issues/queries.js';
+import type { Source } from '../sources/queries.js';
 import type { Store } from '../storage/gateway.js';
-import { targetsByIds, type Target } from '../targets/queries.js';
-import { latestEvents, type EventRow, type FindingRow } from './queries.js';
+import type { Target } from '../targets/queries.js';
+import { latestEvents, type EventRow, type FindingRow, type FindingWithContext } from './queries.js';
 
 /**
  * Finding objects (SPEC §6.1): state and exposures at the request's reference instant (SPEC §4.2),
  * current attributes and last source from the latest FOUND event, the issue, the target with its
- * teams. Everything a page needs comes in four queries whatever its size.
+ * teams. A page takes two queries after its ids: the findings with their context, their events.
  */
 
 export interface Exposure {
@@ -60,19 +60,13 @@ const parseResources = (text: string | undefined): unknown[] => {
   return Array.isArray(value) ? value : [];
 };
 
-export async function renderFindings(store: Store, rows: FindingRow[], ref: { t: number; atDate: boolean }): Promise<Finding[]> {
+/** Renders findings read with findingsByIds (one more query: their latest FOUND events). */
+export async function renderFindings(store: Store, rows: FindingWithContext[], ref: { t: number; atDate: boolean }): Promise<Finding[]> {
   if (rows.length === 0) return [];
-  const ids = (pick: (r: FindingRow) => string) => [...new Set(rows.map(pick))];
-  const [latest, issues, targets] = [
-    await latestEvents(store, ids((r) => r.id)),
-    await issuesByIds(store, ids((r) => r.issue_id)),
-    await targetsByIds(store, ids((r) => r.target_id)),
-  ];
-  const sources = await sourcesByIds(store, [...new Set([...latest.values()].map((e) => e.source_id))]);
+  const latest = await latestEvents(store, rows.map((r) => r.id));
   return rows.map((row) => {
     const event = latest.get(row.id);
-    const target = targets.get(row.target_id) ?? { id: row.target_id, identifier: '', teams: [] };
-    const issue = issues.get(row.issue_id);
+    const target: Target = { id: row.target_id, identifier: row.identifier, teams: row.teams };
     return {
       id: row.id,
       affected_resource: event?.affected_resource_string || row.affected_resource,
@@ -81,17 +75,17 @@ export async function renderFindings(store: Store, rows: FindingRow[], ref: { t:
       ...exposureAt(row, ref.t, ref.atDate),
       score: row.score,
       resources: parseResources(event?.resources),
-      issue: issue ?? { id: row.issue_id, summary: '', cwe_id: 0, description: '', recommendations: [], reference_links: [], labels: [] },
+      issue: row.issue,
       target,
-      teams: [...target.teams],
-      source: (event && sources.get(event.source_id)) ?? {
+      teams: [...row.teams],
+      source: {
         id: event?.source_id ?? '',
-        name: '',
-        component: '',
-        instance: '',
-        options: '',
-        time: formatInstant(event?.epoch ?? 0),
-        target_id: row.target_id,
+        name: event?.source_name ?? '',
+        component: event?.component ?? '',
+        instance: event?.instance ?? '',
+        options: event?.options ?? '',
+        time: formatInstant(event?.source_epoch ?? 0),
+        target_id: event?.source_target ?? row.target_id,
       },
     };
   });

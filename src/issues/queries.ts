@@ -1,6 +1,6 @@
 import type { Paging } from '../filters/params.js';
 import type { Store } from '../storage/gateway.js';
-import { pagedQuery, type PageOf } from '../storage/paged.js';
+import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
 
 /** Issue objects (SPEC §6.1) from issues_current (winning details and labels claims). */
 
@@ -23,7 +23,7 @@ export async function issuesByIds(store: Store, ids: string[]): Promise<Map<stri
 }
 
 export function issuePage(store: Store, page: Paging): Promise<PageOf<Issue>> {
-  return pagedQuery<Issue>(store, { select: ISSUE_COLUMNS, from: 'issues_current', where: '', orderBy: 'toString(id)', params: {} }, page);
+  return pagedQuery<Issue>(store, { select: ISSUE_COLUMNS, from: 'issues_current', where: '', orderBy: byId(), params: {} }, page);
 }
 
 /** Issues with at least one finding on the target (SPEC §6.5). */
@@ -34,7 +34,7 @@ export function issuesOfTarget(store: Store, targetId: string, page: Paging): Pr
       select: ISSUE_COLUMNS,
       from: 'issues_current',
       where: 'WHERE id IN (SELECT issue_id FROM findings WHERE target_id = {target:UUID})',
-      orderBy: 'toString(id)',
+      orderBy: byId(),
       params: { target: targetId },
     },
     page,

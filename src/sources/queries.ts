@@ -1,7 +1,7 @@
 import { formatInstant } from '../domain/time.js';
 import type { Paging } from '../filters/params.js';
 import type { Store } from '../storage/gateway.js';
-import { pagedQuery, type PageOf } from '../storage/paged.js';
+import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
 
 /** Source objects (SPEC §2.3, §6.1). */
 
@@ -40,7 +40,7 @@ export async function sourceById(store: Store, id: string): Promise<(Source & { 
 export async function sourcePage(store: Store, page: Paging): Promise<PageOf<Source>> {
   const result = await pagedQuery<SourceRow>(
     store,
-    { select: COLUMNS, from: 'sources', where: '', orderBy: 'time, toString(id)', params: {} },
+    { select: COLUMNS, from: 'sources', where: '', orderBy: `time, ${byId()}`, params: {} },
     page,
   );
   return { rows: result.rows.map(toSource), pagination: result.pagination };

@@ -15,15 +15,12 @@ export async function assetStats(store: Store, f: Scope & { labels?: string[] | 
   const scope = targetScope(f);
   let rows: { severity: Severity; n: number }[];
   if (!f.labels?.length) {
+    // A target's highest severity with an OPEN finding, from its materialized counters.
+    const highest = `multiIf(${SEVERITIES.map((sev) => `sum(open_${sev}) > 0, '${sev}'`).join(', ')}, '')`;
     rows = await store.query(
       `SELECT highest AS severity, count() AS n
-       FROM
-       (
-           SELECT target_id, max(severity) AS highest
-           FROM (SELECT target_id, severity, sum(findings) AS open FROM finding_counts ${whereClause(merge(scope, { where: ["status = 'OPEN'"], params: {} }))} GROUP BY target_id, severity)
-           WHERE open > 0
-           GROUP BY target_id
-       )
+       FROM (SELECT target_id, ${highest} AS highest FROM finding_counts ${whereClause(scope)} GROUP BY target_id)
+       WHERE highest != ''
        GROUP BY highest`,
       scope.params,
     );

@@ -13,8 +13,13 @@ export async function findingCounts(store: Store, status: 'OPEN' | 'FIXED', f: S
   const plain = current && !f.labels?.length && f.minScore === undefined && f.maxScore === undefined;
   let rows: { severity: Severity; n: number }[];
   if (plain) {
-    const sql = merge(targetScope(f), { where: ['status = {countStatus:String}'], params: { countStatus: status } });
-    rows = await store.query(`SELECT severity, sum(findings) AS n FROM finding_counts ${whereClause(sql)} GROUP BY severity`, sql.params);
+    const sql = targetScope(f);
+    const prefix = status === 'OPEN' ? 'open' : 'fixed';
+    const [sums] = await store.query<BySeverity<number>>(
+      `SELECT ${SEVERITIES.map((s) => `sum(${prefix}_${s}) AS ${s}`).join(', ')} FROM finding_counts ${whereClause(sql)}`,
+      sql.params,
+    );
+    rows = SEVERITIES.map((severity) => ({ severity, n: sums?.[severity] ?? 0 }));
   } else {
     const sql = merge(targetScope(f), labelsAndScores(f), statusAndTime({ ...f, status }, now));
     rows = await store.query(`SELECT severity, count() AS n FROM findings FINAL ${whereClause(sql)} GROUP BY severity`, sql.params);

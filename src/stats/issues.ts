@@ -3,7 +3,7 @@ import { labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js'
 import { NEVER } from '../domain/time.js';
 import type { Issue } from '../issues/queries.js';
 import type { Store } from '../storage/gateway.js';
-import { pagedQuery, type PageOf } from '../storage/paged.js';
+import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
 import type { StatFilters } from './filters.js';
 
 export interface IssueStat extends Issue {
@@ -36,7 +36,7 @@ export function issueStats(store: Store, f: StatFilters, page: Paging): Promise<
            GROUP BY issue_id
        ) AS c ON c.issue_id = i.id`,
       where: '',
-      orderBy: 'toString(i.id)',
+      orderBy: byId('i.id'),
       params: sql.params,
     },
     page,

@@ -44,6 +44,8 @@ const sessionSettings: ClickHouseSettings = {
   async_insert: 0,
   // Inserts write named tuples as arrays (see insertStatement).
   input_format_json_named_tuples_as_objects: 0,
+  // Primary key analysis of a large IN set (a big team's targets) costs more than it saves.
+  use_index_for_in_with_subqueries_max_values: '1000',
 };
 
 /**
@@ -136,7 +138,7 @@ async function openEmbedded(cfg: StoreConfig): Promise<Store> {
     await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${cfg.database}` });
     await client.command({ query: `USE ${cfg.database}` });
     for (const [k, v] of Object.entries(sessionSettings)) {
-      await client.command({ query: `SET ${k} = ${JSON.stringify(v)}` });
+      await client.command({ query: `SET ${k} = ${typeof v === 'string' ? `'${v.replace(/'/g, "''")}'` : String(v)}` });
     }
   });
   return wrap(client, 'embedded', cfg.database);

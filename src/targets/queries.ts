@@ -3,7 +3,7 @@ import { nowSeconds } from '../domain/time.js';
 import type { Paging } from '../filters/params.js';
 import { targetScope, whereClause, type Scope, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
-import { pagedQuery, type PageOf } from '../storage/paged.js';
+import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
 
 export interface Target {
   id: string;
@@ -11,22 +11,23 @@ export interface Target {
   teams: string[];
 }
 
-/** Each target's teams in association order (a pair written twice keeps its first position). */
-export async function teamsOf(store: Store, targetIds: string[]): Promise<Map<string, string[]>> {
-  if (targetIds.length === 0) return new Map();
-  const rows = await store.query<{ target: string; teams: string[] }>(
-    `SELECT target AS target, groupArray(team) AS teams
+/**
+ * Each target's teams in association order (a pair written twice keeps its first position), for
+ * the targets `{ids:Array(UUID)}` (or a subquery put in its place).
+ */
+export const TEAMS_OF = `SELECT target, arrayMap(x -> x.2, arraySort(groupArray((seq, team)))) AS teams
      FROM
      (
          SELECT target_id AS target, team, min(associated_seq) AS seq
          FROM target_teams
          WHERE target_id IN {ids:Array(UUID)}
          GROUP BY target_id, team
-         ORDER BY target, seq, team
      )
-     GROUP BY target`,
-    { ids: targetIds },
-  );
+     GROUP BY target`;
+
+export async function teamsOf(store: Store, targetIds: string[]): Promise<Map<string, string[]>> {
+  if (targetIds.length === 0) return new Map();
+  const rows = await store.query<{ target: string; teams: string[] }>(TEAMS_OF, { ids: targetIds });
   return new Map(rows.map((r) => [r.target, r.teams]));
 }
 
@@ -48,7 +49,7 @@ async function withTeams(store: Store, page: PageOf<{ id: string; identifier: st
 function targetList(store: Store, where: Sql, page: Paging): Promise<PageOf<Target>> {
   return pagedQuery<{ id: string; identifier: string }>(
     store,
-    { select: 'id, identifier', from: 'targets FINAL', where: whereClause(where), orderBy: 'toString(id)', params: where.params },
+    { select: 'id, identifier', from: 'targets FINAL', where: whereClause(where), orderBy: byId(), params: where.params },
     page,
   ).then((p) => withTeams(store, p));
 }

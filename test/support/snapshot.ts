@@ -17,9 +17,18 @@ export async function snapshot(store: Store) {
     `SELECT toString(finding_id) AS finding, argMax((toString(source_id), score, details, resources, fingerprint), (time, check_id, pos)) AS event
      FROM finding_events GROUP BY finding_id ORDER BY finding`,
   );
+  // The materialized counters, unfolded to (target, severity, status, n) rows.
   const counts = await store.query<Record<string, unknown>>(
-    `SELECT toString(target_id) AS target, toString(severity) AS severity, toString(status) AS status, sum(findings) AS n
-     FROM finding_counts GROUP BY target_id, severity, status HAVING n != 0 ORDER BY target, severity, status`,
+    `SELECT target, c.1 AS severity, c.2 AS status, c.3 AS n
+     FROM
+     (
+         SELECT toString(target_id) AS target,
+                arrayJoin([${['critical', 'high', 'medium', 'low', 'informational']
+                  .flatMap((s) => [`('${s}', 'OPEN', sum(open_${s}))`, `('${s}', 'FIXED', sum(fixed_${s}))`])
+                  .join(', ')}]) AS c
+         FROM finding_counts GROUP BY target_id
+     )
+     WHERE n != 0 ORDER BY target, severity, status`,
   );
   const issues = await store.query<Record<string, unknown>>(
     `SELECT toString(id) AS id, summary, description, cwe_id, recommendations, reference_links, labels
