@@ -9,6 +9,8 @@ import { ReportBatcher, type BatcherOptions } from './ingest/batcher.js';
 import { TargetLocks } from './ingest/target-locks.js';
 import type { Logger } from './log.js';
 import { createMetricsApi } from './metrics/app.js';
+import { bumpDataVersion } from './metrics/cache.js';
+import { describeKeys, tokenKeys } from './metrics/keys.js';
 import { checksQueue } from './queue/producer.js';
 import { defaultRedisNames, keys, requestConnection, whenReady, workerConnection, type RedisNames } from './queue/redis.js';
 import { openStore, type Store } from './storage/gateway.js';
@@ -113,8 +115,20 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       pageSizeDefault: config.pageSizeDefault,
       pageSizeMax: config.pageSizeMax,
       ...(opts.now ? { now: opts.now } : {}),
+      // Team re-association changes every team-scoped metric: cached answers become stale.
+      onTeamsChanged: () =>
+        bumpDataVersion(redis, names).catch((err) => log.warn('could not invalidate cached metrics', { err })),
     });
-    const metricsApi = createMetricsApi({ store, log: log.child({ api: 'metrics' }) });
+    const metricsLog = log.child({ api: 'metrics' });
+    const tokens = tokenKeys(config.jwt, config.dataDir);
+    describeKeys(tokens, config.dataDir, metricsLog);
+    const metricsApi = createMetricsApi({
+      store,
+      log: metricsLog,
+      keys: tokens,
+      cache: { redis, names },
+      ...(opts.now ? { now: opts.now } : {}),
+    });
     if (config.dbApiPort === config.metricsApiPort && config.dbApiPort !== 0) {
       // One port serves both route sets (SPEC §10).
       const db = dbApi.callback();

@@ -11,6 +11,7 @@ import { openStore } from '../storage/gateway.js';
 import { migrate } from '../storage/migrate.js';
 import { importDirect, importReports, waitForQueueDrain, type DirectProgress, type ImportProgress } from './import.js';
 import { totalInputBytes } from './read-reports.js';
+import { tokenCommand } from './token.js';
 
 /** The `vulndb` command: run the service, apply migrations, import reports. */
 
@@ -210,6 +211,8 @@ program
     await redis.quit();
     process.exitCode = summary.rejected > 0 ? 1 : 0;
   });
+
+program.addCommand(tokenCommand(config));
 
 program.parseAsync(process.argv).catch((err) => {
   process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);

@@ -1,11 +1,17 @@
 import Router from '@koa/router';
 import Koa from 'koa';
+import { nowSeconds } from '../domain/time.js';
 import { ApiError, errorMiddleware, type ErrorBody } from '../errors.js';
 import { accessLog, ignoreTrailingSlash, mountRoutes } from '../http/middleware.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
+import { authenticate } from './auth.js';
+import { MetricsCache, type CacheSettings } from './cache.js';
+import type { TokenKeys } from './keys.js';
+import { metricRoutes } from './routes.js';
+import { metricsErrors } from './errors.js';
 
-/** The security metrics API (SPEC §8) under /api/v1. */
+/** The security metrics API (SPEC §8) under /api/v1: builds the Koa app; never listens. */
 
 const typeOf: Record<number, string> = {
   401: 'Unauthorized',
@@ -24,14 +30,17 @@ export const metricsBody: ErrorBody = (err) => ({
   type: err.type ?? typeOf[err.status] ?? 'Error',
 });
 
-export const metricsErrors = {
-  notFound: () => new ApiError(404, 'Record not found', 'Record not found'),
-  methodNotAllowed: () => new ApiError(405, 'Method Not Allowed', 'Method Not Allowed'),
-};
+export { metricsErrors };
 
 export interface MetricsApiDeps {
   store: Store;
   log: Logger;
+  /** Token verification keys (src/metrics/keys.ts). */
+  keys: TokenKeys;
+  /** Redis read-through cache of responses; without it every answer is computed. */
+  cache?: CacheSettings | undefined;
+  /** "now" in epoch seconds for the statistics; tests fix it. Tokens are checked on the real clock. */
+  now?: () => number;
 }
 
 export function createMetricsApi(deps: MetricsApiDeps): Koa {
@@ -44,6 +53,12 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
     if (!(await deps.store.ping())) throw new ApiError(503, 'Unavailable', 'Unavailable');
     ctx.body = { status: 'OK' };
   });
-  mountRoutes(app, [health], metricsErrors, '/api/v1');
+  const metrics = metricRoutes({
+    store: deps.store,
+    now: deps.now ?? nowSeconds,
+    authenticate: authenticate(deps.keys),
+    cache: deps.cache ? new MetricsCache(deps.cache, deps.log) : undefined,
+  });
+  mountRoutes(app, [health, metrics], metricsErrors, '/api/v1');
   return app;
 }

@@ -1,0 +1,52 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { Config } from '../config.js';
+import { nowSeconds } from '../domain/time.js';
+import { isUuid } from '../domain/uuid.js';
+import { tokenKeys } from '../metrics/keys.js';
+import { signJwt, tokenClaims, type TokenRequest } from '../metrics/sign.js';
+
+/**
+ * `vulndb token --sub alice --teams <uuid>,<uuid> [--admin] [--ttl 1h]`: prints a metrics API
+ * token (SPEC §8.1) signed HS256 with JWT_SECRET, or with the secret kept in
+ * `<DATA_DIR>/jwt-secret` when neither JWT_SECRET nor JWT_PUBLIC_KEY is set (the one a fresh
+ * `npm start` uses). With only JWT_PUBLIC_KEY the signing key lives elsewhere: nothing to sign with.
+ */
+
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** `90`, `90s`, `15m`, `1h`, `7d` → seconds. */
+export function parseTtl(text: string): number {
+  const m = /^(\d+)([smhd]?)$/.exec(text.trim());
+  const seconds = m ? Number(m[1]) * UNIT_SECONDS[m[2] || 's']! : NaN;
+  if (!Number.isSafeInteger(seconds) || seconds <= 0) throw new InvalidArgumentError('expected a positive duration such as 90s, 15m, 1h or 7d');
+  return seconds;
+}
+
+export function parseTeams(text: string): string[] {
+  const teams = [...new Set(text.split(',').map((t) => t.trim()).filter((t) => t !== ''))];
+  const bad = teams.filter((t) => !isUuid(t));
+  if (bad.length > 0) throw new InvalidArgumentError(`team ids must be UUIDs: ${bad.join(', ')}`);
+  return teams;
+}
+
+/** The signed token of a request, with the server's issuer/audience when it checks them. */
+export function mintToken(config: Pick<Config, 'jwt' | 'dataDir'>, req: TokenRequest, now = nowSeconds()): string {
+  const keys = tokenKeys(config.jwt, config.dataDir);
+  if (!keys.secret) {
+    throw new Error('only JWT_PUBLIC_KEY is configured: sign RS256 tokens with the matching private key, or set JWT_SECRET');
+  }
+  return signJwt(tokenClaims(req, now, keys), keys.secret, 'HS256');
+}
+
+export function tokenCommand(config: () => Config): Command {
+  const command = new Command('token')
+    .description('print a metrics API token (HS256 with JWT_SECRET, or the secret generated in DATA_DIR)')
+    .requiredOption('--sub <user>', 'the user the token names (claim "sub")')
+    .addOption(new Option('--teams <ids>', 'comma-separated team ids the user belongs to').argParser(parseTeams).default([], 'none'))
+    .option('--admin', 'grant administrator rights (every team, global metrics)', false)
+    .addOption(new Option('--ttl <duration>', 'lifetime: seconds or a number with s, m, h or d').argParser(parseTtl).default(3600, '1h'));
+  return command.action((opts: { sub: string; teams: string[]; admin: boolean; ttl: number }) => {
+    if (opts.sub.trim() === '') command.error("error: option '--sub <user>' must not be empty");
+    process.stdout.write(`${mintToken(config(), { sub: opts.sub, teams: opts.teams, admin: opts.admin, ttl: opts.ttl })}\n`);
+  });
+}

@@ -1,0 +1,137 @@
+import Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import { isUuid } from '../domain/uuid.js';
+import type { FieldName } from '../filters/params.js';
+import { assetStats } from '../stats/assets.js';
+import { findingCounts } from '../stats/counts.js';
+import { currentExposureStats, totalExposureStats } from '../stats/exposure.js';
+import type { StatFilters } from '../stats/filters.js';
+import { mttrStats } from '../stats/mttr.js';
+import type { Store } from '../storage/gateway.js';
+import { authorizeGlobal, authorizeTeam, callerOf } from './auth.js';
+import type { CacheStatus, MetricsCache } from './cache.js';
+import { metricsErrors } from './errors.js';
+import { metricQuery, normalisedFilters, requestedTeams } from './schema.js';
+
+/**
+ * The metric endpoints (SPEC §8.3): each metric per team (`/teams/{team_id}/stats/…`) and
+ * globally (`/stats/…`, optionally over `teams=`). Every request goes through the same steps in
+ * the SPEC §8.2 order — authentication (route middleware, so unknown paths stay 404), team_id
+ * form, authorization, parameters — and then the read-through cache around the statistic the
+ * database API computes too.
+ */
+
+interface Metric {
+  name: string;
+  path: string;
+  /** Response body key (SPEC §8.3). */
+  key: string;
+  params: readonly FieldName[];
+  rejectAtDate?: boolean;
+  compute: (store: Store, f: StatFilters, now: number) => Promise<unknown>;
+  /** Whether the answer for these filters depends on "now" (shorter cache lifetime). */
+  clockDependent: (f: StatFilters) => boolean;
+}
+
+const COUNT_PARAMS = ['atDate', 'minDate', 'maxDate', 'minScore', 'maxScore', 'identifiers', 'labels'] as const;
+const noDates = (f: StatFilters) => f.atDate === undefined && f.minDate === undefined && f.maxDateEnd === undefined;
+
+export const METRICS: readonly Metric[] = [
+  {
+    name: 'open',
+    path: 'stats/open',
+    key: 'open_issues',
+    params: COUNT_PARAMS,
+    compute: (store, f, now) => findingCounts(store, 'OPEN', f, now),
+    clockDependent: () => false,
+  },
+  {
+    name: 'fixed',
+    path: 'stats/fixed',
+    key: 'fixed_issues',
+    params: COUNT_PARAMS,
+    compute: (store, f, now) => findingCounts(store, 'FIXED', f, now),
+    // Rule 2 with only minDate ends the range at now.
+    clockDependent: (f) => f.minDate !== undefined && f.maxDateEnd === undefined,
+  },
+  {
+    name: 'mttr',
+    path: 'stats/mttr',
+    key: 'mttr',
+    params: ['minDate', 'maxDate', 'minScore', 'maxScore', 'labels'],
+    rejectAtDate: true,
+    compute: (store, f) => mttrStats(store, f),
+    clockDependent: () => false,
+  },
+  {
+    name: 'exposure',
+    path: 'stats/exposure',
+    key: 'exposure',
+    params: ['atDate', 'minScore', 'maxScore'],
+    compute: (store, f, now) => totalExposureStats(store, f, now),
+    clockDependent: noDates,
+  },
+  {
+    name: 'current_exposure',
+    path: 'stats/exposure/current',
+    key: 'current_exposure',
+    params: ['atDate', 'minScore', 'maxScore', 'labels'],
+    compute: (store, f, now) => currentExposureStats(store, f, now),
+    clockDependent: noDates,
+  },
+  {
+    name: 'assets',
+    path: 'stats/assets',
+    key: 'assets',
+    params: ['identifiers', 'labels'],
+    compute: (store, f) => assetStats(store, f),
+    clockDependent: () => false,
+  },
+];
+
+export interface MetricRouteDeps {
+  store: Store;
+  now: () => number;
+  authenticate: Middleware;
+  cache: MetricsCache | undefined;
+}
+
+export function metricRoutes(deps: MetricRouteDeps): Router {
+  const router = new Router();
+
+  const answer = async (ctx: Context, metric: Metric, scope: string, filters: StatFilters) => {
+    const compute = async () => ({ [metric.key]: await metric.compute(deps.store, filters, deps.now()) });
+    let result: { body: string; status: CacheStatus };
+    if (deps.cache) {
+      const request = { endpoint: metric.name, scope, params: normalisedFilters(filters), clockDependent: metric.clockDependent(filters) };
+      result = await deps.cache.through(request, compute);
+    } else {
+      result = { body: JSON.stringify(await compute()), status: 'BYPASS' };
+    }
+    ctx.set('X-Cache', result.status);
+    ctx.type = 'application/json; charset=utf-8';
+    ctx.body = result.body;
+  };
+
+  for (const metric of METRICS) {
+    const parse = metricQuery(metric.params, metric.rejectAtDate ? { rejectAtDate: true } : {});
+
+    router.get(`/teams/:team_id/${metric.path}`, deps.authenticate, async (ctx) => {
+      const team = ctx.params.team_id!;
+      if (!isUuid(team)) throw metricsErrors.malformedId();
+      authorizeTeam(callerOf(ctx), team);
+      const filters = { ...parse(ctx.query), team };
+      await answer(ctx, metric, `team:${team}`, filters);
+    });
+
+    router.get(`/${metric.path}`, deps.authenticate, async (ctx) => {
+      const teams = requestedTeams(ctx.query);
+      authorizeGlobal(callerOf(ctx), teams);
+      const filters = parse(ctx.query, teams);
+      if (teams) filters.teams = teams;
+      await answer(ctx, metric, teams ? `teams:${teams.join(',')}` : 'global', filters);
+    });
+  }
+
+  return router;
+}

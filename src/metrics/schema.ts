@@ -1,0 +1,52 @@
+import type { ParameterizedContext } from 'koa';
+import { isUuid } from '../domain/uuid.js';
+import { checkDates, querySchema, toFilters, type FieldName } from '../filters/params.js';
+import type { StatFilters } from '../stats/filters.js';
+import { metricsErrors } from './errors.js';
+
+/**
+ * Query parameters of the metrics API (SPEC §8.3): the database API's field definitions, with
+ * every failure reported as the metrics API's single validation error (SPEC §8.2). Each endpoint
+ * parses only the parameters it lists; anything else is ignored without validation.
+ */
+
+type RawQuery = ParameterizedContext['query'];
+
+const teamsSchema = querySchema(['teams']);
+
+/**
+ * The `teams` of a global request as authorization sees them: entries trimmed, empty ones
+ * dropped, none left = absent (global scope). Never fails; the entries' form is validated later.
+ */
+export function requestedTeams(query: RawQuery): string[] | undefined {
+  const parsed = teamsSchema.safeParse(query);
+  const teams = parsed.success ? parsed.data.teams : undefined;
+  return teams !== undefined && teams.length > 0 ? [...new Set(teams)].sort() : undefined;
+}
+
+/** Builds the parser of one endpoint's parameters (SPEC §8.3 table). */
+export function metricQuery(names: readonly FieldName[], opts: { rejectAtDate?: boolean } = {}) {
+  const schema = querySchema(names);
+  return (query: RawQuery, teams?: string[]): StatFilters => {
+    const atDate = query.atDate;
+    if (opts.rejectAtDate && atDate !== undefined && atDate !== '') throw metricsErrors.invalidQuery();
+    const parsed = schema.safeParse(query);
+    if (!parsed.success) throw metricsErrors.invalidQuery();
+    try {
+      checkDates(parsed.data);
+    } catch {
+      throw metricsErrors.invalidQuery();
+    }
+    if (teams?.some((t) => !isUuid(t))) throw metricsErrors.invalidQuery();
+    return toFilters(parsed.data);
+  };
+}
+
+/** Sorted-keys text of the filters with set-valued lists sorted: equal selections, equal text. */
+export function normalisedFilters(f: StatFilters): string {
+  const entries = Object.entries(f)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => [k, Array.isArray(v) ? [...new Set(v as string[])].sort() : v] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return JSON.stringify(entries);
+}

@@ -1,0 +1,159 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createSecretKey } from 'node:crypto';
+import net from 'node:net';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ReportBatcher } from '../src/ingest/batcher.js';
+import { exclusiveOwner } from '../src/ingest/target-locks.js';
+import { silentLogger } from '../src/log.js';
+import { signJwt } from '../src/metrics/sign.js';
+import { worked } from './support/reports.js';
+import { json, startTestService, type TestService } from './support/service.js';
+
+/**
+ * SPEC §8 / issue 4: cache failures degrade to computing the answer. A private redis-server is
+ * killed under a running service; answers stay correct and prompt, and caching resumes when Redis
+ * is back. (Its own file: the outage must not touch the shared Redis or other services.)
+ */
+
+const SECRET = 'metrics-cache-test-secret-0123456789abcdef';
+const NOW = Date.parse('2024-01-06T10:00:00Z') / 1000;
+const TEAM_A = 'a3c5e7f9-1b2d-4f6a-8c0e-2b4d6f8a0c1e';
+
+const key = createSecretKey(Buffer.from(SECRET));
+const nowS = () => Math.floor(Date.now() / 1000);
+const token = (claims: Record<string, unknown>) => signJwt({ sub: 'tester', iat: nowS(), exp: nowS() + 3600, ...claims }, key);
+const ADMIN = token({ admin: true });
+const MEMBER_A = token({ teams: [TEAM_A] });
+
+const sev = (v: Partial<Record<'critical' | 'high' | 'medium' | 'low' | 'informational', number>> = {}) => ({
+  critical: 0,
+  high: 0,
+  medium: 0,
+  low: 0,
+  informational: 0,
+  ...v,
+});
+
+async function fetchMetric(baseUrl: string, path: string, bearer = ADMIN) {
+  const res = await fetch(`${baseUrl}/api/v1/${path}`, { headers: { Authorization: `Bearer ${bearer}` } });
+  const text = await res.text();
+  return { status: res.status, cache: res.headers.get('x-cache'), text, body: JSON.parse(text) };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function startPrivateRedis(port?: number): Promise<{ child: ChildProcess; url: string }> {
+  port ??= await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  // Never outlive this test process, whatever happens to the hooks.
+  const kill = () => child.kill('SIGKILL');
+  process.once('exit', kill);
+  child.once('exit', () => process.off('exit', kill));
+  const url = `redis://127.0.0.1:${port}`;
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => undefined);
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      await probe.connect();
+      await probe.ping();
+      break;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`private redis-server on port ${port} did not start`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  probe.disconnect();
+  return { child, url };
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
+}
+
+describe('metrics cache when Redis goes away (a private redis-server)', () => {
+  let redisServer: { child: ChildProcess; url: string };
+  let svc: TestService;
+  const get = (path: string, bearer = ADMIN) => fetchMetric(svc.metricsApiUrl!, path, bearer);
+
+  beforeAll(async () => {
+    redisServer = await startPrivateRedis();
+    // No queue worker: BullMQ workers can outlive a Redis outage at shutdown. The reports go
+    // through the same ingestion code (the batcher `vulndb import --direct` uses).
+    svc = await startTestService({ worker: false, now: () => NOW, env: { JWT_SECRET: SECRET, REDIS_URL: redisServer.url } });
+    await json(svc.postJson('/targets', { identifier: 'www.example.com', teams: [TEAM_A] }), 201);
+    const batcher = new ReportBatcher({ store: svc.store, locks: exclusiveOwner, batchSize: 10, waitMs: 5, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
+    for (const r of Object.values(worked)) expect(await batcher.submit({ data: r, attemptsStarted: 1 })).toEqual({ outcome: 'ingested' });
+    await batcher.drain();
+  });
+  afterAll(async () => {
+    // The service closes its queue and worker through Redis: bring it back if a test left it down.
+    const c = redisServer.child;
+    if (c.exitCode !== null || c.signalCode !== null) redisServer = await startPrivateRedis(Number(new URL(redisServer.url).port));
+    await svc.close();
+    await stop(redisServer.child);
+  });
+
+  it('given Redis stalls (CLIENT PAUSE), when a metric is requested, then it is computed without waiting for Redis', async () => {
+    const path = `teams/${TEAM_A}/stats/fixed`;
+    const admin = new Redis(redisServer.url);
+    await admin.client('PAUSE', 2000, 'ALL');
+    const started = performance.now();
+    const stalled = await get(path, MEMBER_A);
+    expect(performance.now() - started).toBeLessThan(1000); // not the 2 s pause
+    expect(stalled).toMatchObject({ status: 200, cache: 'BYPASS', body: { fixed_issues: sev() } });
+    await admin.quit(); // returns when the pause is over
+  });
+
+  it('given Redis is killed after a hit, when the metric is requested again, then it still answers 200 with the same body, promptly', async () => {
+    const path = `teams/${TEAM_A}/stats/exposure/current`;
+    const miss = await get(path, MEMBER_A);
+    expect(miss).toMatchObject({ status: 200, cache: 'MISS', body: { current_exposure: { percentile_50: 24, mean: 24 } } });
+    const hit = await get(path, MEMBER_A);
+    expect(hit).toMatchObject({ status: 200, cache: 'HIT' });
+
+    await stop(redisServer.child);
+
+    for (let i = 0; i < 3; i += 1) {
+      const started = performance.now();
+      const down = await get(path, MEMBER_A);
+      expect(performance.now() - started).toBeLessThan(1500);
+      expect(down).toMatchObject({ status: 200, cache: 'BYPASS' });
+      expect(down.text).toBe(miss.text);
+    }
+    expect(await get(`teams/${TEAM_A}/stats/mttr`, MEMBER_A)).toMatchObject({ status: 200, cache: 'BYPASS', body: { mttr: { total: 48, ...sev({ medium: 48 }) } } });
+    expect(await get('stats/assets')).toMatchObject({ status: 200, cache: 'BYPASS', body: { assets: { total: 1, ...sev({ medium: 1 }) } } });
+  });
+
+  it('given Redis is down, when POST /targets re-associates teams, then it still succeeds and the metrics follow', async () => {
+    await json(svc.postJson('/targets', { identifier: 'spare.example.com', teams: [TEAM_A] }), 201);
+    expect(await get(`teams/${TEAM_A}/stats/assets`, MEMBER_A)).toMatchObject({ status: 200, cache: 'BYPASS', body: { assets: { total: 2, ...sev({ medium: 1 }) } } });
+  });
+
+  it('given Redis comes back on the same port, when requests continue, then answers are cached again', async () => {
+    redisServer = await startPrivateRedis(Number(new URL(redisServer.url).port));
+    const path = `teams/${TEAM_A}/stats/open`;
+    const deadline = Date.now() + 15_000;
+    let first = await get(path, MEMBER_A);
+    while (first.cache === 'BYPASS' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      first = await get(path, MEMBER_A);
+    }
+    expect(first).toMatchObject({ status: 200, cache: 'MISS', body: { open_issues: sev({ medium: 1 }) } });
+    expect(await get(path, MEMBER_A)).toMatchObject({ status: 200, cache: 'HIT', body: { open_issues: sev({ medium: 1 }) } });
+  });
+});
