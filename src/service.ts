@@ -63,6 +63,24 @@ function closeServer(server: http.Server): Promise<void> {
   });
 }
 
+/**
+ * Lets the worker finish its jobs, but not forever: after a Redis outage BullMQ's close can wait
+ * on a connection that never answers. Unfinished jobs are then left to BullMQ's stalled-job
+ * recovery (they are retried, and ingestion is idempotent).
+ */
+async function closeWorker(worker: Worker, log: Logger, graceMs = 30_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = await Promise.race([
+    worker.close().then(() => false),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs))),
+  ]);
+  clearTimeout(timer);
+  if (timedOut) {
+    log.warn('the worker did not stop in time; closing it without waiting for its jobs', { graceMs });
+    await Promise.race([worker.close(true), new Promise((resolve) => setTimeout(resolve, 2000))]);
+  }
+}
+
 export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
   const { log } = opts;
   const names = opts.names ?? defaultRedisNames;
@@ -151,7 +169,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     (closing ??= (async () => {
       log.info('shutting down');
       await Promise.all(servers.map(closeServer));
-      if (worker) await worker.close();
+      if (worker) await closeWorker(worker, log);
       if (batcher) await batcher.drain();
       if (queue) await queue.close();
       await Promise.allSettled([redis.quit(), workerRedis?.quit()]);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
@@ -6,7 +7,7 @@ import { createLogger } from '../../src/log.js';
 import { checksQueue } from '../../src/queue/producer.js';
 import type { RedisNames } from '../../src/queue/redis.js';
 import { startService, type Service, type ServiceOptions } from '../../src/service.js';
-import { testStoreConfig } from './engine.js';
+import { testDataDir, testStoreConfig } from './engine.js';
 
 /**
  * A real service for end-to-end tests: embedded engine on a fresh database, the Redis on
@@ -27,7 +28,10 @@ export interface TestService extends Service {
 export async function startTestService(
   opts: Partial<Pick<ServiceOptions, 'api' | 'worker' | 'faults' | 'now'>> & { env?: Record<string, string> } = {},
 ): Promise<TestService> {
+  const id = randomUUID().slice(0, 8);
   const config = loadConfig({
+    // Its own data folder: files a service writes there (e.g. a generated JWT secret) stay in the test's.
+    DATA_DIR: path.join(testDataDir(), `service-${id}`),
     DB_API_PORT: '0',
     METRICS_API_PORT: '0',
     HOST: '127.0.0.1',
@@ -37,7 +41,6 @@ export async function startTestService(
     ...opts.env,
   });
   config.store = testStoreConfig();
-  const id = randomUUID().slice(0, 8);
   const names: RedisNames = { queuePrefix: `bull-test-${id}`, keyPrefix: `vulndb-test-${id}` };
   const service = await startService(config, {
     api: opts.api ?? true,
@@ -66,12 +69,18 @@ export async function startTestService(
   const close = async () => {
     await service.close();
     if (queue !== service.queue) await queue.close();
-    const redis = new Redis(REDIS_URL);
-    for (const prefix of [names.queuePrefix, names.keyPrefix]) {
-      const found = await redis.keys(`${prefix}:*`);
-      if (found.length > 0) await redis.del(...found);
+    // The service's own Redis, which a test may have stopped: clean up what can be reached.
+    const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 1000, retryStrategy: () => null });
+    redis.on('error', () => {});
+    try {
+      for (const prefix of [names.queuePrefix, names.keyPrefix]) {
+        const found = await redis.keys(`${prefix}:*`);
+        if (found.length > 0) await redis.del(...found);
+      }
+    } catch {
+      /* unreachable: nothing to clean there */
     }
-    await redis.quit();
+    redis.disconnect();
   };
 
   return { ...service, queue, config, db, postJson, settle, close };
