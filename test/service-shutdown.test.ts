@@ -1,9 +1,10 @@
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { openStore } from '../src/storage/gateway.js';
 import { startService } from '../src/service.js';
-import { testStoreConfig } from './support/engine.js';
+import { testDataDir, testStoreConfig } from './support/engine.js';
 import { report, V } from './support/reports.js';
 import { startTestService } from './support/service.js';
 
@@ -30,7 +31,14 @@ describe('graceful shutdown', () => {
   });
 
   it('starts with Redis unreachable and answers 503 "Queue Unavailable" instead of hanging', async () => {
-    const config = loadConfig({ DB_API_PORT: '0', METRICS_API_PORT: '0', HOST: '127.0.0.1', REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'silent' });
+    const config = loadConfig({
+      DATA_DIR: path.join(testDataDir(), 'no-redis'),
+      DB_API_PORT: '0',
+      METRICS_API_PORT: '0',
+      HOST: '127.0.0.1',
+      REDIS_URL: 'redis://127.0.0.1:1',
+      LOG_LEVEL: 'silent',
+    });
     config.store = testStoreConfig();
     const svc = await startService(config, { api: true, worker: false, log: createLogger('silent') });
     try {
