@@ -18,7 +18,10 @@ CREATE TABLE IF NOT EXISTS target_teams
 (
     team           String,
     target_id      UUID,
-    associated_seq UInt64
+    associated_seq UInt64,
+    -- Sorted for "the targets of a team"; rendering asks "the teams of these targets".
+    INDEX target_teams_target target_id TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = MergeTree
-ORDER BY (team, target_id);
+ORDER BY (team, target_id)
+SETTINGS index_granularity = 1024;

@@ -34,7 +34,9 @@ CREATE TABLE IF NOT EXISTS issues
     labels_key  SimpleAggregateFunction(max, Tuple(DateTime('UTC'), String, UInt32))
 )
 ENGINE = AggregatingMergeTree
-ORDER BY id;
+ORDER BY id
+-- Pages look issues up a few ids at a time; small granules keep them from reading every state.
+SETTINGS index_granularity = 128;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS issue_claims_to_issues TO issues AS
 SELECT

@@ -1,13 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createSecretKey } from 'node:crypto';
 import net from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReportBatcher } from '../src/ingest/batcher.js';
 import { exclusiveOwner } from '../src/ingest/target-locks.js';
 import { silentLogger } from '../src/log.js';
-import { signJwt } from '../src/metrics/sign.js';
 import { worked } from './support/reports.js';
+import { bySeverity, fetchMetric, METRICS_SECRET, metricsToken } from './support/metrics.js';
 import { json, startTestService, type TestService } from './support/service.js';
 
 /**
@@ -16,30 +15,16 @@ import { json, startTestService, type TestService } from './support/service.js';
  * is back. (Its own file: the outage must not touch the shared Redis or other services.)
  */
 
-const SECRET = 'metrics-cache-test-secret-0123456789abcdef';
+const SECRET = METRICS_SECRET;
 const NOW = Date.parse('2024-01-06T10:00:00Z') / 1000;
 const TEAM_A = 'a3c5e7f9-1b2d-4f6a-8c0e-2b4d6f8a0c1e';
 
-const key = createSecretKey(Buffer.from(SECRET));
-const nowS = () => Math.floor(Date.now() / 1000);
-const token = (claims: Record<string, unknown>) => signJwt({ sub: 'tester', iat: nowS(), exp: nowS() + 3600, ...claims }, key);
+const token = metricsToken;
 const ADMIN = token({ admin: true });
 const MEMBER_A = token({ teams: [TEAM_A] });
 
-const sev = (v: Partial<Record<'critical' | 'high' | 'medium' | 'low' | 'informational', number>> = {}) => ({
-  critical: 0,
-  high: 0,
-  medium: 0,
-  low: 0,
-  informational: 0,
-  ...v,
-});
+const sev = bySeverity;
 
-async function fetchMetric(baseUrl: string, path: string, bearer = ADMIN) {
-  const res = await fetch(`${baseUrl}/api/v1/${path}`, { headers: { Authorization: `Bearer ${bearer}` } });
-  const text = await res.text();
-  return { status: res.status, cache: res.headers.get('x-cache'), text, body: JSON.parse(text) };
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

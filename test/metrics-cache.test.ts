@@ -1,11 +1,11 @@
-import { createSecretKey, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../src/log.js';
 import { MetricsCache } from '../src/metrics/cache.js';
-import { signJwt } from '../src/metrics/sign.js';
 import { keys } from '../src/queue/redis.js';
 import { report, V, worked } from './support/reports.js';
+import { bySeverity, fetchMetric, METRICS_SECRET, metricsToken } from './support/metrics.js';
 import { json, REDIS_URL, startTestService, type TestService } from './support/service.js';
 
 /**
@@ -14,31 +14,18 @@ import { json, REDIS_URL, startTestService, type TestService } from './support/s
  * metrics-cache-redis-down.test.ts).
  */
 
-const SECRET = 'metrics-cache-test-secret-0123456789abcdef';
+const SECRET = METRICS_SECRET;
 const NOW = Date.parse('2024-01-06T10:00:00Z') / 1000;
 const TEAM_A = 'a3c5e7f9-1b2d-4f6a-8c0e-2b4d6f8a0c1e';
 const TEAM_B = 'b7d9e1f3-5a7c-4e9b-8d1f-3a5c7e9b1d3f';
 
-const key = createSecretKey(Buffer.from(SECRET));
-const nowS = () => Math.floor(Date.now() / 1000);
-const token = (claims: Record<string, unknown>) => signJwt({ sub: 'tester', iat: nowS(), exp: nowS() + 3600, ...claims }, key);
+const token = metricsToken;
 const ADMIN = token({ admin: true });
 const MEMBER_A = token({ teams: [TEAM_A] });
 
-const sev = (v: Partial<Record<'critical' | 'high' | 'medium' | 'low' | 'informational', number>> = {}) => ({
-  critical: 0,
-  high: 0,
-  medium: 0,
-  low: 0,
-  informational: 0,
-  ...v,
-});
+const sev = bySeverity;
+const nowS = () => Math.floor(Date.now() / 1000);
 
-async function fetchMetric(baseUrl: string, path: string, bearer = ADMIN) {
-  const res = await fetch(`${baseUrl}/api/v1/${path}`, { headers: { Authorization: `Bearer ${bearer}` } });
-  const text = await res.text();
-  return { status: res.status, cache: res.headers.get('x-cache'), type: res.headers.get('content-type'), text, body: JSON.parse(text) };
-}
 
 describe('metrics cache on the shared Redis', () => {
   let svc: TestService;

@@ -1,7 +1,6 @@
-import { createSecretKey } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signJwt } from '../src/metrics/sign.js';
 import { report, worked } from './support/reports.js';
+import { bySeverity, METRICS_SECRET, metricsToken } from './support/metrics.js';
 import { json, startTestService, type TestService } from './support/service.js';
 
 /**
@@ -9,7 +8,7 @@ import { json, startTestService, type TestService } from './support/service.js';
  * multi-team history, with the clock fixed at 2024-01-06T10:00:00Z.
  */
 
-const SECRET = 'metrics-values-test-secret-0123456789abcdef';
+const SECRET = METRICS_SECRET;
 const NOW = Date.parse('2024-01-06T10:00:00Z') / 1000;
 const TEAM_W = '0c0c0c0c-1111-4222-8333-444444444444';
 const TEAM_A = 'a3c5e7f9-1b2d-4f6a-8c0e-2b4d6f8a0c1e';
@@ -17,19 +16,10 @@ const TEAM_B = 'b7d9e1f3-5a7c-4e9b-8d1f-3a5c7e9b1d3f';
 const TEAM_D = 'd1d1d1d1-2222-4333-8444-555555555555'; // one target, no findings
 const TEAM_EMPTY = 'e0e0e0e0-0000-4000-8000-000000000000'; // no targets at all
 
-const key = createSecretKey(Buffer.from(SECRET));
-const token = (claims: Record<string, unknown>) =>
-  signJwt({ sub: 'tester', iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 3600, ...claims }, key);
+const token = metricsToken;
 const ADMIN = token({ admin: true });
 
-const sev = (v: Partial<Record<'critical' | 'high' | 'medium' | 'low' | 'informational', number>> = {}) => ({
-  critical: 0,
-  high: 0,
-  medium: 0,
-  low: 0,
-  informational: 0,
-  ...v,
-});
+const sev = bySeverity;
 const all = (v: number) => ({ percentile_10: v, percentile_25: v, percentile_50: v, percentile_75: v, percentile_90: v, mean: v });
 const pct = (p10: number, p25: number, p50: number, p75: number, p90: number, mean: number) => ({
   percentile_10: p10,

@@ -6,6 +6,8 @@
  * about N / 2 findings and 10 × N FOUND events. Reports come out in time order.
  */
 
+import { prng } from '../../src/demo/prng.js';
+
 export const VULNS_PER_REPORT = 10;
 const ISSUES = 5000;
 const BASE = Date.UTC(2024, 0, 1) / 1000;
@@ -16,17 +18,6 @@ export interface SyntheticOptions {
   /** Chance per slot and scan of switching to another issue. */
   churn?: number;
   teams?: number;
-}
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const pad = (n: number) => String(n).padStart(2, '0');

@@ -1,3 +1,4 @@
+import { prng } from './prng.js';
 import { uuidv5 } from '../domain/ids.js';
 import { formatInstant } from '../domain/time.js';
 import { CHECK_TYPES, TEAMS, type AssetKind, type CheckType } from './catalog.js';
@@ -27,17 +28,6 @@ export interface HistoryOptions {
 
 /** Team ids are UUIDv5 of the team names, so a person can find them again. */
 export const teamId = (name: string) => uuidv5(JSON.stringify(['demo-team', name]));
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const KINDS: AssetKind[] = ['hostname', 'hostname', 'web', 'web', 'ip', 'repository', 'image', 'aws'];
 

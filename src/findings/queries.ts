@@ -1,9 +1,9 @@
 import type { FindingFilters, Paging } from '../filters/params.js';
 import { findingConditions, merge, whereClause, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
-import { ISSUE_COLUMNS, type Issue } from '../issues/queries.js';
+import { issuesByIds, type Issue } from '../issues/queries.js';
 import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
-import { TEAMS_OF } from '../targets/queries.js';
+import { targetsByIds } from '../targets/queries.js';
 
 /** Reads of findings: the list of every findings endpoint, single findings, events, MTTR. */
 
@@ -65,8 +65,8 @@ const ORDER = {
 } as const;
 
 /**
- * A page of findings in two steps: the page's ids (only the sort columns are read for every
- * matching finding), then those findings' rows.
+ * A page of findings in two steps: the page's keys (only the sort and key columns are read for
+ * every matching finding), then those findings' rows.
  */
 export async function findingPage(
   store: Store,
@@ -76,45 +76,55 @@ export async function findingPage(
   now: number,
 ): Promise<PageOf<FindingWithContext>> {
   const sql = merge(baseConditions(base), findingConditions(filters, now));
-  const ids = await pagedQuery<{ id: string }>(
+  const keys = await pagedQuery<FindingKey>(
     store,
-    { select: 'id', from: 'findings FINAL', where: whereClause(sql), orderBy: ORDER[filters.sortBy ?? 'id'], params: sql.params },
+    { select: 'id, target_id, issue_id', from: 'findings FINAL', where: whereClause(sql), orderBy: ORDER[filters.sortBy ?? 'id'], params: sql.params },
     page,
   );
-  const rows = new Map((await findingsByIds(store, ids.rows.map((r) => r.id))).map((r) => [r.id, r]));
-  return { rows: ids.rows.flatMap((r) => rows.get(r.id) ?? []), pagination: ids.pagination };
+  const rows = new Map((await findingsByKeys(store, keys.rows)).map((r) => [r.id, r]));
+  return { rows: keys.rows.flatMap((r) => rows.get(r.id) ?? []), pagination: keys.pagination };
+}
+
+/** What locates a finding: its id, and the target and issue it relates. */
+export interface FindingKey {
+  id: string;
+  target_id: string;
+  issue_id: string;
+}
+
+/** Keys of findings known only by id (single-finding endpoints). */
+export async function findingKeys(store: Store, ids: string[]): Promise<FindingKey[]> {
+  if (ids.length === 0) return [];
+  return store.query<FindingKey>('SELECT DISTINCT id, target_id, issue_id FROM findings WHERE id IN {ids:Array(UUID)}', { ids });
 }
 
 /**
- * Findings by id with their issue, target and teams, in one query: each joined side reads only
- * the rows of these findings (the per-query cost dominates a page, not the data).
+ * Findings with their issue, target and teams. Each part is looked up by bound ids (a finding by
+ * its primary key (target_id, id)); separate queries cost less here than one with joins.
  */
-export async function findingsByIds(store: Store, ids: string[]): Promise<FindingWithContext[]> {
-  if (ids.length === 0) return [];
-  const mine = (column: string) => `(SELECT ${column} FROM findings WHERE id IN {ids:Array(UUID)})`;
-  const rows = await store.query<FindingRow & Omit<Issue, 'id'> & { identifier: string; teams: string[] }>(
-    `SELECT f.id AS id, f.target_id AS target_id, f.issue_id AS issue_id, f.affected_resource AS affected_resource,
-            f.status AS status, f.score AS score, f.found AS found, f.fixed AS fixed,
-            i.summary AS summary, i.cwe_id AS cwe_id, i.description AS description,
-            i.recommendations AS recommendations, i.reference_links AS reference_links, i.labels AS labels,
-            t.identifier AS identifier, tt.teams AS teams
-     FROM
-     (
-         SELECT id, target_id, issue_id, affected_resource, status, score,
-                arrayMap(x -> toUInt32(x), found_at) AS found, arrayMap(x -> toUInt32(x), fixed_at) AS fixed
-         FROM findings FINAL
-         WHERE id IN {ids:Array(UUID)}
-     ) AS f
-     LEFT JOIN (SELECT ${ISSUE_COLUMNS} FROM issues_current WHERE id IN ${mine('issue_id')}) AS i ON i.id = f.issue_id
-     LEFT JOIN (SELECT DISTINCT id, identifier FROM targets WHERE id IN ${mine('target_id')}) AS t ON t.id = f.target_id
-     LEFT JOIN (${TEAMS_OF.replace('{ids:Array(UUID)}', mine('target_id'))}) AS tt ON tt.target = f.target_id
-     ORDER BY ${byId('f.id')}`,
-    { ids },
+export async function findingsByKeys(store: Store, keys: FindingKey[]): Promise<FindingWithContext[]> {
+  if (keys.length === 0) return [];
+  const unique = (pick: (k: FindingKey) => string) => [...new Set(keys.map(pick))];
+  const targetIds = unique((k) => k.target_id);
+  const rows = await store.query<FindingRow>(
+    `SELECT id, target_id, issue_id, affected_resource, status, score,
+            arrayMap(x -> toUInt32(x), found_at) AS found, arrayMap(x -> toUInt32(x), fixed_at) AS fixed
+     FROM findings FINAL
+     WHERE target_id IN {targetIds:Array(UUID)} AND id IN {ids:Array(UUID)}
+     ORDER BY ${byId()}`,
+    { ids: unique((k) => k.id), targetIds },
   );
-  return rows.map(({ summary, cwe_id, description, recommendations, reference_links, labels, ...r }) => ({
-    ...r,
-    issue: { id: r.issue_id, summary, cwe_id, description, recommendations, reference_links, labels },
-  }));
+  const issues = await issuesByIds(store, unique((k) => k.issue_id));
+  const targets = await targetsByIds(store, targetIds);
+  return rows.map((r) => {
+    const target = targets.get(r.target_id);
+    return {
+      ...r,
+      issue: issues.get(r.issue_id) ?? { id: r.issue_id, summary: '', cwe_id: 0, description: '', recommendations: [], reference_links: [], labels: [] },
+      identifier: target?.identifier ?? '',
+      teams: target?.teams ?? [],
+    };
+  });
 }
 
 /** The current attributes of findings: their latest FOUND event's payload and source (SPEC §3.5.6). */

@@ -4,7 +4,8 @@ import { dbErrors } from '../errors.js';
 import { findingListQuery, pageQuery, type FindingFilters, type Paging } from '../filters/params.js';
 import type { ApiContext } from '../http/context.js';
 import { round2 } from '../stats/numbers.js';
-import { eventPage, findingPage, findingsByIds, meanTtrDays, mttrScope, type FindingBase } from './queries.js';
+import { emptyPage } from '../storage/paged.js';
+import { eventPage, findingKeys, findingPage, findingsByKeys, meanTtrDays, mttrScope, type FindingBase } from './queries.js';
 import { renderEvent, renderFindings } from './render.js';
 
 /**
@@ -13,11 +14,7 @@ import { renderEvent, renderFindings } from './render.js';
  */
 export async function listFindings(api: ApiContext, base: FindingBase | undefined, filters: FindingFilters, page: Paging) {
   const now = api.now();
-  if (!base) {
-    // An unknown parent (or an id that is not a UUID): an empty list, but paging still applies.
-    if (page.page > 1) throw dbErrors.pageNotFound();
-    return { pagination: { limit: page.size, offset: 0, total: 0, more: false }, findings: [] };
-  }
+  if (!base) return { pagination: emptyPage(page), findings: [] }; // an unknown parent
   const result = await findingPage(api.store, base, filters, page, now);
   const ref = filters.atDate !== undefined ? { t: filters.atDate, atDate: true } : { t: now, atDate: false };
   return { pagination: result.pagination, findings: await renderFindings(api.store, result.rows, ref) };
@@ -26,7 +23,7 @@ export async function listFindings(api: ApiContext, base: FindingBase | undefine
 /** One finding at now, or 404 (SPEC §6.2). */
 export async function oneFinding(api: ApiContext, id: string | undefined) {
   if (!id || !isUuid(id)) throw dbErrors.notFound();
-  const [row] = await findingsByIds(api.store, [id]);
+  const [row] = await findingsByKeys(api.store, await findingKeys(api.store, [id]));
   if (!row) throw dbErrors.notFound();
   const [finding] = await renderFindings(api.store, [row], { t: api.now(), atDate: false });
   return { finding };
@@ -55,8 +52,7 @@ export function findingRoutes(api: ApiContext): Router {
     const page = pageQuery(ctx.query, api);
     const id = ctx.params.id!;
     if (!isUuid(id)) {
-      if (page.page > 1) throw dbErrors.pageNotFound();
-      ctx.body = { pagination: { limit: page.size, offset: 0, total: 0, more: false }, events: [] };
+      ctx.body = { pagination: emptyPage(page), events: [] };
       return;
     }
     const result = await eventPage(api.store, id, page);

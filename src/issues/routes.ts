@@ -7,10 +7,9 @@ import { findingOfIssueOnTarget } from '../findings/queries.js';
 import { listFindings, mttrResponse, oneFinding } from '../findings/routes.js';
 import { mttrScope } from '../findings/queries.js';
 import type { ApiContext } from '../http/context.js';
+import { emptyPage } from '../storage/paged.js';
 import { targetsOfIssue } from '../targets/queries.js';
 import { issuePage, issuesByIds } from './queries.js';
-
-const emptyPage = (size: number) => ({ limit: size, offset: 0, total: 0, more: false });
 
 /** The finding for an issue and a target (SPEC §6.4/§6.5), optionally for one affected resource. */
 export async function issueTargetFinding(api: ApiContext, issueId: string, targetIdValue: string, resource?: string) {
@@ -44,8 +43,7 @@ export function issueRoutes(api: ApiContext): Router {
     const page = pageQuery(ctx.query, api);
     const id = ctx.params.id!;
     if (!isUuid(id)) {
-      if (page.page > 1) throw dbErrors.pageNotFound();
-      ctx.body = { pagination: emptyPage(page.size), targets: [] };
+      ctx.body = { pagination: emptyPage(page), targets: [] };
       return;
     }
     const result = await targetsOfIssue(api.store, id, page);

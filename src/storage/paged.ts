@@ -36,6 +36,15 @@ export function pagination(page: Paging, total: number): Pagination {
   return { limit: page.size, offset, total, more: total > offset + page.size };
 }
 
+/**
+ * The empty page of a sub-list whose parent is unknown (SPEC §5.2: 200 with an empty list), where
+ * paging still applies: any page after the first is past the end.
+ */
+export function emptyPage(page: Paging): Pagination {
+  if (page.page > 1) throw dbErrors.pageNotFound();
+  return pagination(page, 0);
+}
+
 /** Ids in the byte order of their lowercase text (SPEC §5.4), cheaper to sort on than the text. */
 export const byId = (column = 'id') => `UUIDToNum(${column})`;
 

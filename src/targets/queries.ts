@@ -11,11 +11,8 @@ export interface Target {
   teams: string[];
 }
 
-/**
- * Each target's teams in association order (a pair written twice keeps its first position), for
- * the targets `{ids:Array(UUID)}` (or a subquery put in its place).
- */
-export const TEAMS_OF = `SELECT target, arrayMap(x -> x.2, arraySort(groupArray((seq, team)))) AS teams
+/** Each target's teams in association order (a pair written twice keeps its first position). */
+const TEAMS_OF = `SELECT target, arrayMap(x -> x.2, arraySort(groupArray((seq, team)))) AS teams
      FROM
      (
          SELECT target_id AS target, team, min(associated_seq) AS seq
@@ -37,7 +34,7 @@ export async function targetsByIds(store: Store, ids: string[]): Promise<Map<str
     'SELECT DISTINCT id, identifier FROM targets WHERE id IN {ids:Array(UUID)}',
     { ids },
   );
-  const teams = await teamsOf(store, rows.map((r) => r.id));
+  const teams = await teamsOf(store, ids);
   return new Map(rows.map((r) => [r.id, { id: r.id, identifier: r.identifier, teams: teams.get(r.id) ?? [] }]));
 }
 

@@ -6,13 +6,12 @@ import { mttrScope } from '../findings/queries.js';
 import { listFindings, mttrResponse } from '../findings/routes.js';
 import { readJsonBody } from '../http/body.js';
 import type { ApiContext } from '../http/context.js';
+import { emptyPage } from '../storage/paged.js';
 import { issueTargetFinding } from '../issues/routes.js';
 import { issuesOfTarget } from '../issues/queries.js';
 import { describeIssues } from '../queue/contract.js';
 import { associateTeams, targetPage, targetsByIds } from './queries.js';
 import { associateTeamsBody } from './schema.js';
-
-const emptyPage = (size: number) => ({ limit: size, offset: 0, total: 0, more: false });
 
 export function targetRoutes(api: ApiContext & { maxBodyBytes: number; onTeamsChanged?: () => Promise<void> }): Router {
   const router = new Router();
@@ -40,8 +39,7 @@ export function targetRoutes(api: ApiContext & { maxBodyBytes: number; onTeamsCh
     const page = pageQuery(ctx.query, api);
     const id = ctx.params.id!;
     if (!isUuid(id)) {
-      if (page.page > 1) throw dbErrors.pageNotFound();
-      ctx.body = { pagination: emptyPage(page.size), issues: [] };
+      ctx.body = { pagination: emptyPage(page), issues: [] };
       return;
     }
     const result = await issuesOfTarget(api.store, id, page);
