@@ -20,6 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config.js';
+import { DIRECT_BATCHES_IN_FLIGHT } from '../src/cli/import.js';
 import { eventRows } from '../src/ingest/rows.js';
 import { ReportBatcher } from '../src/ingest/batcher.js';
 import { exclusiveOwner } from '../src/ingest/target-locks.js';
@@ -78,7 +79,7 @@ if (MODE === 'queue') {
     locks: exclusiveOwner,
     batchSize: config.ingest.batchSize,
     waitMs: config.ingest.batchWaitMs,
-    concurrency: config.ingest.concurrency,
+    concurrency: Math.max(DIRECT_BATCHES_IN_FLIGHT, config.ingest.concurrency),
     maxEventAgeDays: 0,
     log,
   });
@@ -132,7 +133,7 @@ if (!KEEP) fs.rmSync(DATA_DIR, { recursive: true, force: true });
 const result = {
   date: new Date().toISOString(),
   machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
-  parameters: { mode: MODE + (PREFILL ? ' (prefilled)' : ''), reports: REPORTS, targets: TARGETS, scans: SCANS, vulnerabilitiesPerReport: VULNS_PER_REPORT, batchSize: config.ingest.batchSize },
+  parameters: { mode: MODE + (PREFILL ? ' (prefilled)' : ''), workerConcurrency: config.ingest.concurrency, reports: REPORTS, targets: TARGETS, scans: SCANS, vulnerabilitiesPerReport: VULNS_PER_REPORT, batchSize: config.ingest.batchSize },
   endToEnd: {
     seconds: +seconds.toFixed(1),
     reportsPerSecond: Math.round(REPORTS / seconds),
@@ -147,7 +148,8 @@ const result = {
   rawInsert: { rows: sample.length, seconds: +rawSeconds.toFixed(2), eventsPerSecond: Math.round(sample.length / rawSeconds) },
 };
 fs.mkdirSync('bench/results', { recursive: true });
-const out = `bench/results/ingest-${MODE}${PREFILL ? '-prefilled' : ''}-${REPORTS}.json`;
+const variant = `${MODE}${PREFILL ? '-prefilled' : ''}${config.ingest.concurrency > 1 ? `-c${config.ingest.concurrency}` : ''}`;
+const out = `bench/results/ingest-${variant}-${REPORTS}.json`;
 fs.writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
 console.log(JSON.stringify(result, null, 2));
 console.log(`written to ${out}`);

@@ -87,6 +87,12 @@ export async function waitForQueueDrain(queue: Queue, onTick?: (remaining: numbe
   }
 }
 
+/**
+ * Batches a direct import keeps in flight (at least): while one batch waits on the store, the
+ * next one is derived. The store is this process's alone, and target locks keep batches apart.
+ */
+export const DIRECT_BATCHES_IN_FLIGHT = 2;
+
 export interface DirectImportOptions {
   inputs: string[];
   batcher: ReportBatcher;
