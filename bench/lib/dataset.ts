@@ -80,8 +80,11 @@ export async function openDataset(scale: Scale): Promise<{ dataset: Dataset; sto
     const [existing] = await store.query<{ n: number }>('SELECT count() AS n FROM sources');
     if ((existing?.n ?? 0) < targets * scans) await build(store, scale);
     await associateTeams(store, targets);
-    // Settle background merges so every run measures the same table layout.
-    await store.command('OPTIMIZE TABLE findings FINAL');
+    // Settle background merges so every run measures the same table layout (and none runs
+    // during the measurement).
+    for (const table of ['findings', 'finding_events', 'finding_counts', 'finding_state_deltas', 'target_teams', 'targets', 'issues', 'sources', 'family_heads']) {
+      await store.command(`OPTIMIZE TABLE ${table} FINAL`);
+    }
     const [counts] = await store.query<{ reports: number; findings: number; events: number }>(
       `SELECT (SELECT count() FROM sources) AS reports, (SELECT count() FROM findings FINAL) AS findings,
               (SELECT count() FROM finding_events) AS events`,

@@ -78,24 +78,23 @@ export async function findingPage(
   const sql = merge(baseConditions(base), findingConditions(filters, now));
   const keys = await pagedQuery<FindingKey>(
     store,
-    { select: 'id, target_id, issue_id', from: 'findings FINAL', where: whereClause(sql), orderBy: ORDER[filters.sortBy ?? 'id'], params: sql.params },
+    { select: 'id, target_id', from: 'findings FINAL', where: whereClause(sql), orderBy: ORDER[filters.sortBy ?? 'id'], params: sql.params },
     page,
   );
   const rows = new Map((await findingsByKeys(store, keys.rows)).map((r) => [r.id, r]));
   return { rows: keys.rows.flatMap((r) => rows.get(r.id) ?? []), pagination: keys.pagination };
 }
 
-/** What locates a finding: its id, and the target and issue it relates. */
+/** What locates a finding: its id and its target (the findings table's primary key). */
 export interface FindingKey {
   id: string;
   target_id: string;
-  issue_id: string;
 }
 
 /** Keys of findings known only by id (single-finding endpoints). */
 export async function findingKeys(store: Store, ids: string[]): Promise<FindingKey[]> {
   if (ids.length === 0) return [];
-  return store.query<FindingKey>('SELECT DISTINCT id, target_id, issue_id FROM findings WHERE id IN {ids:Array(UUID)}', { ids });
+  return store.query<FindingKey>('SELECT DISTINCT id, target_id FROM findings WHERE id IN {ids:Array(UUID)}', { ids });
 }
 
 /**
@@ -104,17 +103,16 @@ export async function findingKeys(store: Store, ids: string[]): Promise<FindingK
  */
 export async function findingsByKeys(store: Store, keys: FindingKey[]): Promise<FindingWithContext[]> {
   if (keys.length === 0) return [];
-  const unique = (pick: (k: FindingKey) => string) => [...new Set(keys.map(pick))];
-  const targetIds = unique((k) => k.target_id);
+  const targetIds = [...new Set(keys.map((k) => k.target_id))];
   const rows = await store.query<FindingRow>(
     `SELECT id, target_id, issue_id, affected_resource, status, score,
             arrayMap(x -> toUInt32(x), found_at) AS found, arrayMap(x -> toUInt32(x), fixed_at) AS fixed
      FROM findings FINAL
      WHERE target_id IN {targetIds:Array(UUID)} AND id IN {ids:Array(UUID)}
      ORDER BY ${byId()}`,
-    { ids: unique((k) => k.id), targetIds },
+    { ids: keys.map((k) => k.id), targetIds },
   );
-  const issues = await issuesByIds(store, unique((k) => k.issue_id));
+  const issues = await issuesByIds(store, [...new Set(rows.map((r) => r.issue_id))]);
   const targets = await targetsByIds(store, targetIds);
   return rows.map((r) => {
     const target = targets.get(r.target_id);
