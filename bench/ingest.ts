@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config.js';
-import { DIRECT_BATCHES_IN_FLIGHT } from '../src/cli/import.js';
+import { directBatchesInFlight } from '../src/cli/import.js';
 import { eventRows } from '../src/ingest/rows.js';
 import { ReportBatcher } from '../src/ingest/batcher.js';
 import { exclusiveOwner } from '../src/ingest/target-locks.js';
@@ -79,7 +79,7 @@ if (MODE === 'queue') {
     locks: exclusiveOwner,
     batchSize: config.ingest.batchSize,
     waitMs: config.ingest.batchWaitMs,
-    concurrency: Math.max(DIRECT_BATCHES_IN_FLIGHT, config.ingest.concurrency),
+    concurrency: directBatchesInFlight(config.ingest.concurrency),
     maxEventAgeDays: 0,
     log,
   });

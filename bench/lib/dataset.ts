@@ -9,7 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { DIRECT_BATCHES_IN_FLIGHT } from '../../src/cli/import.js';
+import { directBatchesInFlight } from '../../src/cli/import.js';
 import { ReportBatcher } from '../../src/ingest/batcher.js';
 import { exclusiveOwner } from '../../src/ingest/target-locks.js';
 import { createLogger } from '../../src/log.js';
@@ -43,7 +43,7 @@ const log = createLogger('warn');
 
 async function build(store: Store, scale: Scale): Promise<void> {
   const { targets, scans } = SCALES[scale];
-  const batcher = new ReportBatcher({ store, locks: exclusiveOwner, batchSize: 4000, waitMs: 20, concurrency: DIRECT_BATCHES_IN_FLIGHT, maxEventAgeDays: 0, log });
+  const batcher = new ReportBatcher({ store, locks: exclusiveOwner, batchSize: 4000, waitMs: 20, concurrency: directBatchesInFlight(1), maxEventAgeDays: 0, log });
   const started = performance.now();
   let sent = 0;
   const inFlight = new Set<Promise<unknown>>();

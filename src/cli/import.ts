@@ -88,10 +88,10 @@ export async function waitForQueueDrain(queue: Queue, onTick?: (remaining: numbe
 }
 
 /**
- * Batches a direct import keeps in flight (at least): while one batch waits on the store, the
- * next one is derived. The store is this process's alone, and target locks keep batches apart.
+ * Batches a direct import keeps in flight: at least two, so that while one batch waits on the
+ * store the next one is derived (target locks keep batches apart), or WORKER_CONCURRENCY if higher.
  */
-export const DIRECT_BATCHES_IN_FLIGHT = 2;
+export const directBatchesInFlight = (configured: number): number => Math.max(2, configured);
 
 export interface DirectImportOptions {
   inputs: string[];

@@ -9,7 +9,7 @@ import { defaultRedisNames, keys, requestConnection, whenReady } from '../queue/
 import { startService, type Service } from '../service.js';
 import { openStore } from '../storage/gateway.js';
 import { migrate } from '../storage/migrate.js';
-import { DIRECT_BATCHES_IN_FLIGHT, importDirect, importReports, waitForQueueDrain, type DirectProgress, type ImportProgress } from './import.js';
+import { directBatchesInFlight, importDirect, importReports, waitForQueueDrain, type DirectProgress, type ImportProgress } from './import.js';
 import { totalInputBytes } from './read-reports.js';
 import { tokenCommand } from './token.js';
 
@@ -137,7 +137,7 @@ async function directImport(inputs: string[], json: boolean) {
     locks: store.mode === 'embedded' ? exclusiveOwner : new TargetLocks(redis, defaultRedisNames),
     batchSize: cfg.ingest.batchSize,
     waitMs: cfg.ingest.batchWaitMs,
-    concurrency: Math.max(DIRECT_BATCHES_IN_FLIGHT, cfg.ingest.concurrency),
+    concurrency: directBatchesInFlight(cfg.ingest.concurrency),
     maxEventAgeDays: cfg.ingest.maxEventAgeDays,
     log,
   });
