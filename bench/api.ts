@@ -16,6 +16,7 @@ import { createDbApi } from '../src/app.js';
 import { createLogger } from '../src/log.js';
 import { checksQueue } from '../src/queue/producer.js';
 import type { QueryParams, Store } from '../src/storage/gateway.js';
+import { exclusiveOwner } from '../src/ingest/target-locks.js';
 import { LARGE_TEAM, openDataset, SCALES, type Scale } from './lib/dataset.js';
 
 const args = process.argv.slice(2);
@@ -117,6 +118,7 @@ for (const scale of scales) {
   const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true });
   const app = createDbApi({
     store: rec.store,
+    locks: exclusiveOwner, // the benchmark posts no targets
     queue: checksQueue(redis, { queuePrefix: 'bench-unused', keyPrefix: 'bench-unused' }),
     log: createLogger('warn'),
     maxReportBytes: 1 << 20,

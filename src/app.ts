@@ -13,6 +13,7 @@ import { accessLog, ignoreTrailingSlash, mountRoutes } from './http/middleware.j
 import type { Logger } from './log.js';
 import { statsRoutes } from './stats/routes.js';
 import type { Store } from './storage/gateway.js';
+import type { Locks } from './ingest/target-locks.js';
 import { targetRoutes } from './targets/routes.js';
 
 /** The database API (SPEC §5–§6): builds the Koa app from its dependencies; never listens. */
@@ -26,6 +27,8 @@ export interface DbApiDeps {
   pageSizeMax: number;
   /** "now" in epoch seconds; tests fix it. */
   now?: () => number;
+  /** The ingest worker's per-target locks: POST /targets takes its target's (see associateTeams). */
+  locks: Locks;
   /** Called after POST /targets changed team associations (cache invalidation). */
   onTeamsChanged?: () => Promise<void>;
 }
@@ -46,7 +49,7 @@ export function createDbApi(deps: DbApiDeps): Koa {
     findingRoutes(api),
     sourceRoutes(api),
     issueRoutes(api),
-    targetRoutes({ ...api, maxBodyBytes: deps.maxReportBytes, ...(deps.onTeamsChanged ? { onTeamsChanged: deps.onTeamsChanged } : {}) }),
+    targetRoutes({ ...api, maxBodyBytes: deps.maxReportBytes, locks: deps.locks, log: deps.log, ...(deps.onTeamsChanged ? { onTeamsChanged: deps.onTeamsChanged } : {}) }),
     statsRoutes(api),
     healthRoutes({ store: deps.store }),
     docsRoutes(api),

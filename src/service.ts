@@ -6,7 +6,7 @@ import { startIngestWorker } from '../workers/ingest.js';
 import { createDbApi } from './app.js';
 import type { Config } from './config.js';
 import { ReportBatcher, type BatcherOptions } from './ingest/batcher.js';
-import { TargetLocks } from './ingest/target-locks.js';
+import { TargetLocks, type Locks } from './ingest/target-locks.js';
 import type { Logger } from './log.js';
 import { createMetricsApi } from './metrics/app.js';
 import { bumpDataVersion } from './metrics/cache.js';
@@ -40,6 +40,8 @@ export interface Service {
   worker: Worker | undefined;
   redis: Redis;
   names: RedisNames;
+  /** Per-target locks shared by the ingest worker and POST /targets. */
+  locks: Locks;
   /** Where the APIs listen (actual ports when configured as 0). */
   dbApiUrl: string | undefined;
   metricsApiUrl: string | undefined;
@@ -98,10 +100,11 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   let dbApiUrl: string | undefined;
   let metricsApiUrl: string | undefined;
 
+  const locks = new TargetLocks(redis, names);
   if (opts.worker) {
     batcher = new ReportBatcher({
       store,
-      locks: new TargetLocks(redis, names),
+      locks,
       batchSize: config.ingest.batchSize,
       waitMs: config.ingest.batchWaitMs,
       concurrency: config.ingest.concurrency,
@@ -132,6 +135,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       maxReportBytes: config.maxReportBytes,
       pageSizeDefault: config.pageSizeDefault,
       pageSizeMax: config.pageSizeMax,
+      locks,
       ...(opts.now ? { now: opts.now } : {}),
       // Team re-association changes every team-scoped metric: cached answers become stale.
       onTeamsChanged: () =>
@@ -177,5 +181,5 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       log.info('stopped');
     })());
 
-  return { store, queue, batcher, worker, redis, names, dbApiUrl, metricsApiUrl, close };
+  return { store, queue, batcher, worker, redis, names, locks, dbApiUrl, metricsApiUrl, close };
 }

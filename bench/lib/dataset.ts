@@ -16,6 +16,7 @@ import { createLogger } from '../../src/log.js';
 import { openStore, type Store } from '../../src/storage/gateway.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { targetId } from '../../src/domain/ids.js';
+import { copyAllToTeams } from '../../src/targets/team-copies.js';
 import { syntheticReports, targetName, teamName, teamOf } from './synthetic.js';
 
 export const SCALES = {
@@ -59,12 +60,15 @@ async function build(store: Store, scale: Scale): Promise<void> {
 
 async function associateTeams(store: Store, targets: number): Promise<void> {
   await store.command('TRUNCATE TABLE target_teams');
+  await store.command('TRUNCATE TABLE team_findings');
+  await store.command('TRUNCATE TABLE team_finding_counts');
   const rows = Array.from({ length: targets }, (_, i) => ({
     team: teamName(teamOf(i, TEAMS)),
     target_id: targetId(targetName(i)),
     associated_seq: i,
   }));
   for (let i = 0; i < rows.length; i += 50_000) await store.insert('target_teams', rows.slice(i, i + 50_000));
+  await copyAllToTeams(store);
 }
 
 /** Opens the dataset of a scale, building it first if its folder does not hold it yet. */
@@ -82,7 +86,7 @@ export async function openDataset(scale: Scale): Promise<{ dataset: Dataset; sto
     await associateTeams(store, targets);
     // Settle background merges so every run measures the same table layout (and none runs
     // during the measurement).
-    for (const table of ['findings', 'finding_events', 'finding_counts', 'finding_state_deltas', 'target_teams', 'targets', 'issues', 'sources', 'family_heads']) {
+    for (const table of ['findings', 'finding_events', 'finding_counts', 'finding_state_deltas', 'target_teams', 'team_findings', 'team_finding_counts', 'targets', 'issues', 'sources', 'family_heads']) {
       await store.command(`OPTIMIZE TABLE ${table} FINAL`);
     }
     const [counts] = await store.query<{ reports: number; findings: number; events: number }>(

@@ -72,7 +72,7 @@ program
     onSignals(service, log);
     if (opts.demo) {
       const queue = service.queue ?? checksQueue(service.redis, defaultRedisNames);
-      await seedDemo({ store: service.store, queue, log });
+      await seedDemo({ store: service.store, locks: service.locks, queue, log });
       if (service.dbApiUrl) {
         log.info('demo ready: try these', {
           findings: `${service.dbApiUrl}/findings?status=OPEN`,

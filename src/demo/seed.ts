@@ -2,6 +2,7 @@ import type { Queue } from 'bullmq';
 import type { Logger } from '../log.js';
 import { enqueueReports } from '../queue/producer.js';
 import type { Store } from '../storage/gateway.js';
+import type { Locks } from '../ingest/target-locks.js';
 import { associateTeams } from '../targets/queries.js';
 import { TEAMS } from './catalog.js';
 import { demoHistory, demoTargets, teamId } from './history.js';
@@ -10,14 +11,14 @@ import { demoHistory, demoTargets, teamId } from './history.js';
 
 export const DEMO = { targets: 300, days: 180 };
 
-export async function seedDemo(deps: { store: Store; queue: Queue; log: Logger }): Promise<number> {
-  const { store, queue, log } = deps;
+export async function seedDemo(deps: { store: Store; locks: Locks; queue: Queue; log: Logger }): Promise<number> {
+  const { store, locks, queue, log } = deps;
   const [row] = await store.query<{ n: number }>('SELECT count() AS n FROM sources');
   if ((row?.n ?? 0) > 0) {
     log.info('the store already holds data; demo history not added', { sources: row!.n });
     return 0;
   }
-  for (const t of demoTargets(DEMO.targets)) await associateTeams(store, t.identifier, t.teams);
+  for (const t of demoTargets(DEMO.targets)) await associateTeams(store, locks, t.identifier, t.teams, log);
   const end = Math.floor(Date.now() / 86_400_000) * 86_400; // today 00:00 UTC
   let chunk: unknown[] = [];
   let total = 0;

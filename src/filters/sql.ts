@@ -131,6 +131,34 @@ export function targetScope(s: Scope, column = 'target_id'): Sql {
   return out;
 }
 
+/** The rows a query reads (a FROM clause body) and the conditions selecting its scope among them. */
+export interface ScopedRows {
+  from: string;
+  scope: Sql;
+}
+
+/** Tables per target and their copies clustered by team (sql/0009_team_copies.sql). */
+const TEAM_COPIES = { 'findings FINAL': 'team_findings FINAL', finding_counts: 'team_finding_counts' } as const;
+
+/**
+ * Where rows in a scope are read: a single team's clustered copy holds exactly the rows of that
+ * team's targets in one contiguous range, which costs a fraction of testing every row against the
+ * team's set of targets. Several teams keep the set test on all rows, so a finding in two of them
+ * counts once.
+ */
+function scopedRows(table: keyof typeof TEAM_COPIES, s: Scope): ScopedRows {
+  if (s.team === undefined) return { from: table, scope: targetScope(s) };
+  return {
+    from: TEAM_COPIES[table],
+    scope: merge({ where: ['team = {scopeTeam:String}'], params: { scopeTeam: s.team } }, targetScope({ ...s, team: undefined })),
+  };
+}
+
+/** Findings (current versions) in scope. */
+export const findingsIn = (s: Scope) => scopedRows('findings FINAL', s);
+/** Materialized open/fixed counters per target (0006) in scope. */
+export const countsIn = (s: Scope) => scopedRows('finding_counts', s);
+
 export function labelsAndScores(f: { labels?: string[] | undefined; minScore?: number | undefined; maxScore?: number | undefined }): Sql {
   const out: Sql = { where: [], params: {} };
   if (f.labels !== undefined && f.labels.length > 0) {
@@ -158,6 +186,7 @@ export function merge(...parts: Sql[]): Sql {
 export const whereClause = (sql: Sql) => (sql.where.length > 0 ? `WHERE ${sql.where.join('\n  AND ')}` : '');
 
 /** All of SPEC §5.5 for findings lists. */
-export function findingConditions(f: FindingFilters, now: number): Sql {
-  return merge(targetScope(f), labelsAndScores(f), statusAndTime(f, now));
+export function findingConditions(f: FindingFilters, now: number): ScopedRows {
+  const rows = findingsIn(f);
+  return { from: rows.from, scope: merge(rows.scope, labelsAndScores(f), statusAndTime(f, now)) };
 }

@@ -75,10 +75,11 @@ export async function findingPage(
   page: Paging,
   now: number,
 ): Promise<PageOf<FindingWithContext>> {
-  const sql = merge(baseConditions(base), findingConditions(filters, now));
+  const selected = findingConditions(filters, now);
+  const sql = merge(baseConditions(base), selected.scope);
   const keys = await pagedQuery<FindingKey>(
     store,
-    { select: 'id, target_id', from: 'findings FINAL', where: whereClause(sql), orderBy: ORDER[filters.sortBy ?? 'id'], params: sql.params },
+    { select: 'id, target_id', from: selected.from, where: whereClause(sql), orderBy: ORDER[filters.sortBy ?? 'id'], params: sql.params },
     page,
   );
   const rows = new Map((await findingsByKeys(store, keys.rows)).map((r) => [r.id, r]));

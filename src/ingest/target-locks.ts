@@ -66,3 +66,26 @@ export class TargetLocks implements Locks {
     };
   }
 }
+
+export class LockTimeout extends Error {
+  constructor(targetIds: string[]) {
+    super(`target locks still held elsewhere: ${targetIds.join(', ')}`);
+    this.name = 'LockTimeout';
+  }
+}
+
+/**
+ * Waits until every lock of `targetIds` is held. An ingest batch holds its targets' locks for one
+ * batch (a second or two), so a short poll is enough; a holder that died frees its lock at the TTL.
+ */
+export async function acquireAll(locks: Locks, targetIds: string[], timeoutMs = 30_000, pollMs = 25): Promise<HeldLocks> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const held = await locks.acquire(targetIds);
+    const missing = targetIds.filter((id) => !held.acquired.has(id));
+    if (missing.length === 0) return held;
+    await held.release();
+    if (Date.now() >= deadline) throw new LockTimeout(missing);
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+}

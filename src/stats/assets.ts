@@ -1,5 +1,5 @@
 import { SEVERITIES, type Severity } from '../domain/severity.js';
-import { labelsAndScores, merge, targetScope, whereClause, type Scope } from '../filters/sql.js';
+import { countsIn, findingsIn, labelsAndScores, merge, targetScope, whereClause, type Scope } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 
 export type AssetStats = Record<Severity | 'total', number>;
@@ -12,23 +12,24 @@ export type AssetStats = Record<Severity | 'total', number>;
 export async function assetStats(store: Store, f: Scope & { labels?: string[] | undefined }): Promise<AssetStats> {
   const targets = targetScope(f, 'id');
   const [total] = await store.query<{ n: number }>(`SELECT count() AS n FROM targets FINAL ${whereClause(targets)}`, targets.params);
-  const scope = targetScope(f);
   let rows: { severity: Severity; n: number }[];
   if (!f.labels?.length) {
     // A target's highest severity with an OPEN finding, from its materialized counters.
     const highest = `multiIf(${SEVERITIES.map((sev) => `sum(open_${sev}) > 0, '${sev}'`).join(', ')}, '')`;
+    const counts = countsIn(f);
     rows = await store.query(
       `SELECT highest AS severity, count() AS n
-       FROM (SELECT target_id, ${highest} AS highest FROM finding_counts ${whereClause(scope)} GROUP BY target_id)
+       FROM (SELECT target_id, ${highest} AS highest FROM ${counts.from} ${whereClause(counts.scope)} GROUP BY target_id)
        WHERE highest != ''
        GROUP BY highest`,
-      scope.params,
+      counts.scope.params,
     );
   } else {
-    const sql = merge(scope, labelsAndScores({ labels: f.labels }), { where: ["status = 'OPEN'"], params: {} });
+    const open = findingsIn(f);
+    const sql = merge(open.scope, labelsAndScores({ labels: f.labels }), { where: ["status = 'OPEN'"], params: {} });
     rows = await store.query(
       `SELECT highest AS severity, count() AS n
-       FROM (SELECT target_id, max(severity) AS highest FROM findings FINAL ${whereClause(sql)} GROUP BY target_id)
+       FROM (SELECT target_id, max(severity) AS highest FROM ${open.from} ${whereClause(sql)} GROUP BY target_id)
        GROUP BY highest`,
       sql.params,
     );

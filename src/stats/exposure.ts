@@ -1,4 +1,4 @@
-import { labelsAndScores, merge, sqlAt, sqlTime, state, targetScope, whereClause } from '../filters/sql.js';
+import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, whereClause, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
 import { round2 } from './numbers.js';
@@ -17,10 +17,10 @@ export interface Percentiles {
   mean: number;
 }
 
-async function percentilesOf(store: Store, valueSql: string, where: ReturnType<typeof merge>): Promise<Percentiles> {
+async function percentilesOf(store: Store, valueSql: string, from: string, where: Sql): Promise<Percentiles> {
   const [row] = await store.query<{ q: number[]; mean: number; n: number }>(
     `SELECT quantilesExactInclusive(0.1, 0.25, 0.5, 0.75, 0.9)(v) AS q, avg(v) AS mean, count() AS n
-     FROM (SELECT toFloat64(${valueSql}) AS v FROM findings FINAL ${whereClause(where)})`,
+     FROM (SELECT toFloat64(${valueSql}) AS v FROM ${from} ${whereClause(where)})`,
     where.params,
   );
   const q = row && row.n > 0 ? row.q : [0, 0, 0, 0, 0];
@@ -36,22 +36,24 @@ async function percentilesOf(store: Store, valueSql: string, where: ReturnType<t
 
 /** §7.5: total_exposure(T) of every finding in scope that exists at T (T = now or atDate). */
 export function totalExposureStats(store: Store, f: StatFilters, now: number): Promise<Percentiles> {
-  const scope = merge(targetScope(f), labelsAndScores(f));
+  const rows = findingsIn(f);
+  const scope = merge(rows.scope, labelsAndScores(f));
   if (f.atDate !== undefined) {
     const where = merge(scope, { where: [state.existsAt('at')], params: { at: sqlAt(f.atDate) } });
-    return percentilesOf(store, state.totalExposureAt('at'), where);
+    return percentilesOf(store, state.totalExposureAt('at'), rows.from, where);
   }
   const where = merge(scope, { where: [state.existsAt('now')], params: { now: sqlTime(now) } });
-  return percentilesOf(store, state.totalExposureNow('now'), where);
+  return percentilesOf(store, state.totalExposureNow('now'), rows.from, where);
 }
 
 /** §7.6: current_exposure(T) of every finding in scope that is OPEN at T. */
 export function currentExposureStats(store: Store, f: StatFilters, now: number): Promise<Percentiles> {
-  const scope = merge(targetScope(f), labelsAndScores(f));
+  const rows = findingsIn(f);
+  const scope = merge(rows.scope, labelsAndScores(f));
   if (f.atDate !== undefined) {
     const where = merge(scope, { where: [state.openAt('at')], params: { at: sqlAt(f.atDate) } });
-    return percentilesOf(store, state.currentExposureAt('at'), where);
+    return percentilesOf(store, state.currentExposureAt('at'), rows.from, where);
   }
   const where = merge(scope, { where: ["status = 'OPEN'"], params: { now: sqlTime(now) } });
-  return percentilesOf(store, state.currentExposureNow('now'), where);
+  return percentilesOf(store, state.currentExposureNow('now'), rows.from, where);
 }

@@ -1,5 +1,5 @@
 import { SEVERITIES, type Severity } from '../domain/severity.js';
-import { labelsAndScores, merge, sqlTime, targetScope, whereClause } from '../filters/sql.js';
+import { findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
 import { NEVER } from '../domain/time.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
@@ -13,11 +13,12 @@ export type MttrStats = Record<Severity | 'total', number>;
  * each finding are enough; with dates the periods are unnested.
  */
 export async function mttrStats(store: Store, f: StatFilters): Promise<MttrStats> {
-  const scope = merge(targetScope(f), labelsAndScores(f));
+  const rowsIn = findingsIn(f);
+  const scope = merge(rowsIn.scope, labelsAndScores(f));
   let rows: { severity: Severity; hours: number; periods: number }[];
   if (f.minDate === undefined && f.maxDateEnd === undefined) {
     rows = await store.query(
-      `SELECT severity, sum(ttr_sum) AS hours, sum(ttr_count) AS periods FROM findings FINAL ${whereClause(scope)} GROUP BY severity`,
+      `SELECT severity, sum(ttr_sum) AS hours, sum(ttr_count) AS periods FROM ${rowsIn.from} ${whereClause(scope)} GROUP BY severity`,
       scope.params,
     );
   } else {
@@ -30,7 +31,7 @@ export async function mttrStats(store: Store, f: StatFilters): Promise<MttrStats
                   arrayJoin(arrayFilter(h -> h >= 0, arrayMap((f, x) ->
                       if(x >= {fixedFrom:DateTime('UTC')} AND x < {fixedTo:DateTime('UTC')}, intDiv(toInt64(x) - toInt64(f), 3600), -1),
                       found_at, fixed_at))) AS ttr
-           FROM findings FINAL
+           FROM ${rowsIn.from}
            ${whereClause(scope)}
        )
        GROUP BY severity`,

@@ -4,6 +4,9 @@ import type { Paging } from '../filters/params.js';
 import { targetScope, whereClause, type Scope, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
+import { acquireAll, LockTimeout, type Locks } from '../ingest/target-locks.js';
+import type { Logger } from '../log.js';
+import { copyTargetToTeams } from './team-copies.js';
 
 export interface Target {
   id: string;
@@ -71,17 +74,37 @@ function nextSeq(): number {
 /**
  * POST /targets (SPEC §6.6): find or create the target and add the teams it lacks, in request
  * order. Associations are never removed.
+ *
+ * Runs under the target's ingest lock, so no batch writes the target's findings between the new
+ * association and the copy of its findings into the team (see sql/0009_team_copies.sql). Every
+ * requested team gets the copy, not only the added ones: a retry heals an association whose copy
+ * was cut short.
+ *
+ * Without Redis no lock can be taken, but no batch can start either (batches take their locks in
+ * Redis too): the association goes ahead, and only a batch already writing when Redis went away
+ * could slip a finding version past the copy. `log` hears about it.
  */
-export async function associateTeams(store: Store, identifier: string, teams: string[]): Promise<Target> {
+export async function associateTeams(store: Store, locks: Locks, identifier: string, teams: string[], log?: Logger): Promise<Target> {
   const id = targetId(identifier);
-  const existing = await targetsByIds(store, [id]);
-  const current = existing.get(id);
-  if (!current) await store.insert('targets', [{ id, identifier, created_at: nowSeconds() }]);
-  const known = new Set(current?.teams ?? []);
-  const added = [...new Set(teams)].filter((t) => !known.has(t));
-  await store.insert(
-    'target_teams',
-    added.map((team) => ({ team, target_id: id, associated_seq: nextSeq() })),
-  );
-  return { id, identifier, teams: [...(current?.teams ?? []), ...added] };
+  const held = await acquireAll(locks, [id]).catch((err: unknown) => {
+    if (err instanceof LockTimeout) throw err;
+    log?.warn('target lock unavailable; associating teams without it', { target: id, err });
+    return undefined;
+  });
+  try {
+    const existing = await targetsByIds(store, [id]);
+    const current = existing.get(id);
+    if (!current) await store.insert('targets', [{ id, identifier, created_at: nowSeconds() }]);
+    const known = new Set(current?.teams ?? []);
+    const requested = [...new Set(teams)];
+    const added = requested.filter((t) => !known.has(t));
+    await store.insert(
+      'target_teams',
+      added.map((team) => ({ team, target_id: id, associated_seq: nextSeq() })),
+    );
+    if (current) await copyTargetToTeams(store, id, requested);
+    return { id, identifier, teams: [...(current?.teams ?? []), ...added] };
+  } finally {
+    await held?.release().catch((err: unknown) => log?.warn('releasing the target lock failed', { target: id, err }));
+  }
 }

@@ -10,10 +10,12 @@ import { emptyPage } from '../storage/paged.js';
 import { issueTargetFinding } from '../issues/routes.js';
 import { issuesOfTarget } from '../issues/queries.js';
 import { describeIssues } from '../queue/contract.js';
+import { LockTimeout, type Locks } from '../ingest/target-locks.js';
+import type { Logger } from '../log.js';
 import { associateTeams, targetPage, targetsByIds } from './queries.js';
 import { associateTeamsBody } from './schema.js';
 
-export function targetRoutes(api: ApiContext & { maxBodyBytes: number; onTeamsChanged?: () => Promise<void> }): Router {
+export function targetRoutes(api: ApiContext & { maxBodyBytes: number; locks: Locks; log: Logger; onTeamsChanged?: () => Promise<void> }): Router {
   const router = new Router();
 
   router.get('/targets', async (ctx) => {
@@ -65,7 +67,10 @@ export function targetRoutes(api: ApiContext & { maxBodyBytes: number; onTeamsCh
     const { identifier, teams } = parsed.data;
     if (!identifier) throw dbErrors.unprocessable('identifier can not be void');
     if ((teams ?? []).some((t) => t === '')) throw dbErrors.unprocessable('team can not be void');
-    const target = await associateTeams(api.store, identifier, teams ?? []);
+    const target = await associateTeams(api.store, api.locks, identifier, teams ?? [], api.log).catch((err: unknown) => {
+      // Ingest held the target for longer than a POST should wait: the client may retry.
+      throw err instanceof LockTimeout ? dbErrors.unavailable() : err;
+    });
     await api.onTeamsChanged?.();
     ctx.status = 201;
     ctx.body = { target };
