@@ -30,7 +30,9 @@ CREATE TABLE IF NOT EXISTS team_findings
     ttr_count         UInt32
 )
 ENGINE = ReplacingMergeTree(version)
-ORDER BY (team, target_id, id)
+-- In the byte order of the ids' text within a team (SPEC §5.4): a team's findings page reads only
+-- its own rows.
+ORDER BY (team, UUIDToNum(id))
 SETTINGS index_granularity = 1024, min_compress_block_size = 4096, max_compress_block_size = 8192;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS findings_to_team_findings TO team_findings AS

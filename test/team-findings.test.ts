@@ -100,6 +100,12 @@ describe('team copies of findings and counters', () => {
     const pageViaSet = await json(svc.db(`/findings?teams=${team}&size=100`));
     expect(pageViaCopy).toEqual(pageViaSet);
     expect(pageViaCopy.pagination.total).toBe(TARGETS.length * VULNS.length);
+    // Pages read in id order from the copy, or sorted by score, with filters, agree too.
+    for (const query of ['size=5&page=3', 'status=OPEN&size=7&page=2', 'sortBy=-score&size=6&page=2', 'atDate=2024-01-03&size=10', 'minDate=2024-01-02&maxDate=2024-01-04&status=FIXED']) {
+      const viaCopy = await json(svc.db(`/findings?team=${team}&${query}`));
+      expect(viaCopy.findings.length).toBeGreaterThan(0);
+      expect(viaCopy).toEqual(await json(svc.db(`/findings?teams=${team}&${query}`)));
+    }
   });
 });
 

@@ -135,6 +135,8 @@ export function targetScope(s: Scope, column = 'target_id'): Sql {
 export interface ScopedRows {
   from: string;
   scope: Sql;
+  /** The scope's rows are stored in id order (SPEC §5.4), so a page by id reads only its own rows. */
+  idOrdered: boolean;
 }
 
 /** Tables per target and their copies clustered by team (sql/0009_team_copies.sql). */
@@ -147,10 +149,11 @@ const TEAM_COPIES = { 'findings FINAL': 'team_findings FINAL', finding_counts: '
  * counts once.
  */
 function scopedRows(table: keyof typeof TEAM_COPIES, s: Scope): ScopedRows {
-  if (s.team === undefined) return { from: table, scope: targetScope(s) };
+  if (s.team === undefined) return { from: table, scope: targetScope(s), idOrdered: false };
   return {
     from: TEAM_COPIES[table],
     scope: merge({ where: ['team = {scopeTeam:String}'], params: { scopeTeam: s.team } }, targetScope({ ...s, team: undefined })),
+    idOrdered: table === 'findings FINAL',
   };
 }
 
@@ -188,5 +191,5 @@ export const whereClause = (sql: Sql) => (sql.where.length > 0 ? `WHERE ${sql.wh
 /** All of SPEC §5.5 for findings lists. */
 export function findingConditions(f: FindingFilters, now: number): ScopedRows {
   const rows = findingsIn(f);
-  return { from: rows.from, scope: merge(rows.scope, labelsAndScores(f), statusAndTime(f, now)) };
+  return { ...rows, scope: merge(rows.scope, labelsAndScores(f), statusAndTime(f, now)) };
 }

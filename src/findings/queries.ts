@@ -64,9 +64,15 @@ const ORDER = {
   '-score': `score DESC, ${byId()}`,
 } as const;
 
+/** A finding's row as a page shows it, periods as epoch seconds. */
+const ROW_COLUMNS = `id, target_id, issue_id, affected_resource, status, score,
+            arrayMap(x -> toUInt32(x), found_at) AS found, arrayMap(x -> toUInt32(x), fixed_at) AS fixed`;
+
 /**
- * A page of findings in two steps: the page's keys (only the sort and key columns are read for
- * every matching finding), then those findings' rows.
+ * A page of findings. Where the scope's rows are stored in id order (a team's copy) and the page
+ * is by id, the page query reads the page's rows and nothing more. Otherwise in two steps: the
+ * page's keys (only the sort and key columns are read for every matching finding), then those
+ * findings' rows.
  */
 export async function findingPage(
   store: Store,
@@ -77,6 +83,14 @@ export async function findingPage(
 ): Promise<PageOf<FindingWithContext>> {
   const selected = findingConditions(filters, now);
   const sql = merge(baseConditions(base), selected.scope);
+  if (selected.idOrdered && (filters.sortBy ?? 'id') === 'id') {
+    const rows = await pagedQuery<FindingRow>(
+      store,
+      { select: ROW_COLUMNS, from: selected.from, where: whereClause(sql), orderBy: ORDER.id, params: sql.params },
+      page,
+    );
+    return { rows: await withContext(store, rows.rows), pagination: rows.pagination };
+  }
   const keys = await pagedQuery<FindingKey>(
     store,
     { select: 'id, target_id', from: selected.from, where: whereClause(sql), orderBy: ORDER[filters.sortBy ?? 'id'], params: sql.params },
@@ -104,17 +118,21 @@ export async function findingKeys(store: Store, ids: string[]): Promise<FindingK
  */
 export async function findingsByKeys(store: Store, keys: FindingKey[]): Promise<FindingWithContext[]> {
   if (keys.length === 0) return [];
-  const targetIds = [...new Set(keys.map((k) => k.target_id))];
   const rows = await store.query<FindingRow>(
-    `SELECT id, target_id, issue_id, affected_resource, status, score,
-            arrayMap(x -> toUInt32(x), found_at) AS found, arrayMap(x -> toUInt32(x), fixed_at) AS fixed
+    `SELECT ${ROW_COLUMNS}
      FROM findings FINAL
      WHERE target_id IN {targetIds:Array(UUID)} AND id IN {ids:Array(UUID)}
      ORDER BY ${byId()}`,
-    { ids: keys.map((k) => k.id), targetIds },
+    { ids: keys.map((k) => k.id), targetIds: [...new Set(keys.map((k) => k.target_id))] },
   );
+  return withContext(store, rows);
+}
+
+/** Findings' rows with their issues, targets and teams. */
+async function withContext(store: Store, rows: FindingRow[]): Promise<FindingWithContext[]> {
+  if (rows.length === 0) return [];
   const issues = await issuesByIds(store, [...new Set(rows.map((r) => r.issue_id))]);
-  const targets = await targetsByIds(store, targetIds);
+  const targets = await targetsByIds(store, [...new Set(rows.map((r) => r.target_id))]);
   return rows.map((r) => {
     const target = targets.get(r.target_id);
     return {
