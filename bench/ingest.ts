@@ -27,7 +27,9 @@ import { exclusiveOwner } from '../src/ingest/target-locks.js';
 import { prepareReport, type Prepared } from '../src/ingest/prepare.js';
 import { createLogger } from '../src/log.js';
 import { startService } from '../src/service.js';
-import { syntheticReports, VULNS_PER_REPORT } from './lib/synthetic.js';
+import { syntheticReports, targetName, teamName, teamOf, VULNS_PER_REPORT } from './lib/synthetic.js';
+import { TEAMS } from './lib/dataset.js';
+import { targetId } from '../src/domain/ids.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: string) => {
@@ -68,6 +70,13 @@ if (MODE === 'queue' && PREFILL) {
 const service = await startService(config, { api: false, worker: MODE === 'queue', log, names });
 const count = async (table: string) =>
   (await service.store.query<{ n: number }>(`SELECT count() AS n FROM ${table}`))[0]!.n;
+
+// Every target belongs to a team before its first report, as in production: each findings insert
+// then also feeds the team copies (sql/0009_team_copies.sql).
+await service.store.insert(
+  'target_teams',
+  Array.from({ length: TARGETS }, (_, i) => ({ team: teamName(teamOf(i, TEAMS)), target_id: targetId(targetName(i)), associated_seq: i })),
+);
 
 // --- ingestion --------------------------------------------------------------------------------
 const started = performance.now();
@@ -133,7 +142,7 @@ if (!KEEP) fs.rmSync(DATA_DIR, { recursive: true, force: true });
 const result = {
   date: new Date().toISOString(),
   machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
-  parameters: { mode: MODE + (PREFILL ? ' (prefilled)' : ''), workerConcurrency: config.ingest.concurrency, reports: REPORTS, targets: TARGETS, scans: SCANS, vulnerabilitiesPerReport: VULNS_PER_REPORT, batchSize: config.ingest.batchSize },
+  parameters: { mode: MODE + (PREFILL ? ' (prefilled)' : ''), teams: TEAMS, workerConcurrency: config.ingest.concurrency, reports: REPORTS, targets: TARGETS, scans: SCANS, vulnerabilitiesPerReport: VULNS_PER_REPORT, batchSize: config.ingest.batchSize },
   endToEnd: {
     seconds: +seconds.toFixed(1),
     reportsPerSecond: Math.round(REPORTS / seconds),
