@@ -122,12 +122,23 @@ export type FieldOutput<K extends FieldName> = z.output<Fields[K]>;
 const sizeCap = (max: number) =>
   optional(positiveInt('Malformed Size Number').pipe(z.number().max(max, { error: 'Size Number Too Large' })));
 
-/** The zod schema of an endpoint's parameters (the page size bounded by PAGE_SIZE_MAX). */
-export function querySchema<K extends FieldName>(names: readonly K[], limits?: PageLimits) {
+function buildSchema<K extends FieldName>(names: readonly K[], limits?: PageLimits) {
   const shape = Object.fromEntries(
     names.map((n) => [n, n === 'size' && limits ? sizeCap(limits.pageSizeMax).describe(baseFields.size.description ?? '') : baseFields[n]]),
   );
   return z.object(shape as { [P in K]: Fields[P] });
+}
+
+// An endpoint's schema is built once: building (and zod's first parse, which compiles the
+// object) costs several times a parse, and every request would pay it.
+const schemas = new Map<string, z.ZodType>();
+
+/** The zod schema of an endpoint's parameters (the page size bounded by PAGE_SIZE_MAX). */
+export function querySchema<K extends FieldName>(names: readonly K[], limits?: PageLimits): ReturnType<typeof buildSchema<K>> {
+  const key = `${names.join(',')}|${limits?.pageSizeMax ?? ''}`;
+  let schema = schemas.get(key);
+  if (!schema) schemas.set(key, (schema = buildSchema(names, limits)));
+  return schema as ReturnType<typeof buildSchema<K>>;
 }
 
 function firstError(error: z.ZodError): ApiError {

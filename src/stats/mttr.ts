@@ -10,7 +10,7 @@ export type MttrStats = Record<Severity | 'total', number>;
 /**
  * SPEC §7.4: mean TTR (whole hours per closed period) of the findings in scope, by severity and in
  * total; with dates only periods fixed in [L, U). Without dates the per-finding sums stored with
- * each finding are enough; with dates the periods are unnested.
+ * each finding are enough; with dates each finding's periods fixed in the range are summed.
  */
 export async function mttrStats(store: Store, f: StatFilters): Promise<MttrStats> {
   const rowsIn = findingsIn(f);
@@ -23,17 +23,13 @@ export async function mttrStats(store: Store, f: StatFilters): Promise<MttrStats
     );
   } else {
     const params = { ...scope.params, fixedFrom: sqlTime(f.minDate ?? 0), fixedTo: sqlTime(f.maxDateEnd ?? NEVER) };
+    const fixedInRange = `x >= {fixedFrom:DateTime('UTC')} AND x < {fixedTo:DateTime('UTC')}`;
     rows = await store.query(
-      `SELECT severity, sum(ttr) AS hours, count() AS periods
-       FROM
-       (
-           SELECT severity,
-                  arrayJoin(arrayFilter(h -> h >= 0, arrayMap((f, x) ->
-                      if(x >= {fixedFrom:DateTime('UTC')} AND x < {fixedTo:DateTime('UTC')}, intDiv(toInt64(x) - toInt64(f), 3600), -1),
-                      found_at, fixed_at))) AS ttr
-           FROM ${rowsIn.from}
-           ${whereClause(scope)}
-       )
+      `SELECT severity,
+              sum(arraySum((f, x) -> if(${fixedInRange}, intDiv(toInt64(x) - toInt64(f), 3600), 0), found_at, fixed_at)) AS hours,
+              sum(arrayCount(x -> ${fixedInRange}, fixed_at)) AS periods
+       FROM ${rowsIn.from}
+       ${whereClause(scope)}
        GROUP BY severity`,
       params,
     );
