@@ -139,8 +139,14 @@ export interface ScopedRows {
   idOrdered: boolean;
 }
 
-/** Tables per target and their copies clustered by team (sql/0009_team_copies.sql). */
-const TEAM_COPIES = { 'findings FINAL': 'team_findings FINAL', finding_counts: 'team_finding_counts' } as const;
+/**
+ * Tables per target and their copies clustered by team (sql/0009_team_copies.sql); team_findings
+ * is sorted by id within a team.
+ */
+const TEAM_COPIES = {
+  'findings FINAL': { from: 'team_findings FINAL', idOrdered: true },
+  finding_counts: { from: 'team_finding_counts', idOrdered: false },
+} as const;
 
 /**
  * Where rows in a scope are read: a single team's clustered copy holds exactly the rows of that
@@ -151,9 +157,8 @@ const TEAM_COPIES = { 'findings FINAL': 'team_findings FINAL', finding_counts: '
 function scopedRows(table: keyof typeof TEAM_COPIES, s: Scope): ScopedRows {
   if (s.team === undefined) return { from: table, scope: targetScope(s), idOrdered: false };
   return {
-    from: TEAM_COPIES[table],
+    ...TEAM_COPIES[table],
     scope: merge({ where: ['team = {scopeTeam:String}'], params: { scopeTeam: s.team } }, targetScope({ ...s, team: undefined })),
-    idOrdered: table === 'findings FINAL',
   };
 }
 
