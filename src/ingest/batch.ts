@@ -50,9 +50,10 @@ const unique = <T>(xs: Iterable<T>) => [...new Set(xs)];
 
 /**
  * §3.5.6: a finding's score is its latest FOUND event's. When every family that ever detected a
- * finding is extended at its end by this batch, its newest event here is later than all stored
- * ones; otherwise (out-of-order reports, families left as they are, recovery) the stored latest
- * event is read and compared.
+ * finding is extended at its end by this batch and the finding's newest event here is later than
+ * each of those families' latest stored source, it is later than all stored events; otherwise
+ * (out-of-order reports, families left as they are, recovery, an event no later than another
+ * family's stored one) the stored latest event is read and compared.
  */
 async function updateScores(
   store: Store,
@@ -60,13 +61,13 @@ async function updateScores(
   newest: Map<string, { rank: DetectionRank; score: number }>,
   pairs: Pair[],
 ): Promise<void> {
-  const fast = new Set(pairs.filter((p) => p.fast).map((p) => q.pairKey(p.targetId, p.familyId)));
-  const slow = new Set(pairs.filter((p) => !p.fast).map((p) => q.pairKey(p.targetId, p.familyId)));
+  const fast = new Map(pairs.filter((p) => p.fast).map((p) => [q.pairKey(p.targetId, p.familyId), p.head ?? -1]));
   const exact: string[] = [];
   for (const [id, latest] of newest) {
     const s = states.get(id)!;
     const families = [...(s.stored ? s.stored.content.family_ids : []), ...s.familyPeriods.keys()];
-    const provable = families.every((f) => fast.has(q.pairKey(s.targetId, f)) && !slow.has(q.pairKey(s.targetId, f)));
+    // Equal times are ordered by check id and position, which stored events may win.
+    const provable = families.every((f) => latest.rank.time > (fast.get(q.pairKey(s.targetId, f)) ?? Infinity));
     if (provable) s.score = latest.score;
     else exact.push(id);
   }

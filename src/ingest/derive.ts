@@ -14,6 +14,8 @@ export interface Pair {
   familyId: string;
   reports: NormalizedReport[];
   fast: boolean;
+  /** Time of the family's latest committed source on the target, if any. */
+  head?: number;
 }
 
 export function groupPairs(reports: NormalizedReport[], heads: Map<string, number>, recovery: boolean): Pair[] {
@@ -27,6 +29,7 @@ export function groupPairs(reports: NormalizedReport[], heads: Map<string, numbe
   for (const [key, pair] of pairs) {
     pair.reports.sort((a, b) => a.time - b.time);
     const head = heads.get(key);
+    if (head !== undefined) pair.head = head;
     const strictlyLater = pair.reports.every((r, i) => i === 0 || r.time > pair.reports[i - 1]!.time);
     pair.fast = !recovery && strictlyLater && (head === undefined || pair.reports[0]!.time > head);
   }
