@@ -73,6 +73,8 @@ let svc: TestService;
 beforeAll(async () => {
   svc = await startTestService({ now: () => epoch(NOW) });
   await loadCatalog(svc);
+  // Each claim stays in its own part: the read, not a background merge, must pick the winners.
+  await svc.store.command('SYSTEM STOP MERGES issues');
   await ingestInOrder(svc, qReports);
   await ingest(svc, [...tieReports, positionReport, ...resourceReports]);
 });
@@ -113,8 +115,12 @@ describe('GET /issues/{id}', () => {
   });
 
   it('takes details from the earliest detection and labels from the latest with labels, whatever the arrival order', async () => {
+    const [{ parts }] = await svc.store.query<{ parts: number }>('SELECT count() AS parts FROM system.parts WHERE active AND database = currentDatabase() AND table = \'issues\'');
+    expect(parts).toBeGreaterThanOrEqual(qReports.length); // the claims were not merged before this read
     const { issue } = await get(svc, `/issues/${QID}`, issueResponse);
     expect(issue).toMatchObject({ cwe_id: 1, recommendations: ['first'], reference_links: ['https://1'], labels: ['c'] });
+    const { issues } = await get(svc, '/issues?size=100', issueListResponse);
+    expect(issues.filter((i) => i.id === QID)).toHaveLength(1);
   });
 
   it('breaks equal source times by check_id: details from the smallest, labels from the greatest', async () => {
