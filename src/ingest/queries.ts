@@ -1,3 +1,4 @@
+import { inUuids } from '../storage/bound-lists.js';
 import type { Store } from '../storage/gateway.js';
 import type { FindingState } from './finding-state.js';
 import { findingContent } from './finding-state.js';
@@ -14,7 +15,7 @@ export const pairKey = (targetId: string, familyId: string) => `${targetId}/${fa
 export async function existingSourceIds(store: Store, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const rows = await store.query<{ id: string }>(
-    'SELECT DISTINCT id FROM sources WHERE id IN {ids:Array(UUID)}',
+    `SELECT DISTINCT id FROM sources WHERE ${inUuids('id', 'ids', ids)}`,
     { ids },
   );
   return new Set(rows.map((r) => r.id));
@@ -23,7 +24,7 @@ export async function existingSourceIds(store: Store, ids: string[]): Promise<Se
 export async function existingTargetIds(store: Store, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const rows = await store.query<{ id: string }>(
-    'SELECT DISTINCT id FROM targets WHERE id IN {ids:Array(UUID)}',
+    `SELECT DISTINCT id FROM targets WHERE ${inUuids('id', 'ids', ids)}`,
     { ids },
   );
   return new Set(rows.map((r) => r.id));
@@ -51,7 +52,7 @@ export async function issueClaimKeys(store: Store, ids: string[]): Promise<Map<s
      (
          SELECT id AS issue, min(detail_key) AS d, max(labels_key) AS l
          FROM issues
-         WHERE id IN {ids:Array(UUID)}
+         WHERE ${inUuids('id', 'ids', ids)}
          GROUP BY id
      )`,
     { ids },
@@ -74,7 +75,7 @@ export async function familyHeads(store: Store, targets: string[], families: str
   const rows = await store.query<{ t: string; f: string; head: number }>(
     `SELECT target_id AS t, family_id AS f, toUInt32(max(last_time)) AS head
      FROM family_heads
-     WHERE target_id IN {targets:Array(UUID)} AND family_id IN {families:Array(UUID)}
+     WHERE ${inUuids('target_id', 'targets', targets)} AND family_id IN {families:Array(UUID)}
      GROUP BY target_id, family_id`,
     { targets, families },
   );
@@ -124,8 +125,8 @@ export async function loadFindings(
     `SELECT id, target_id, issue_id, affected_resource, version, score,
             arrayMap(p -> (p.1, toUInt32(p.2), toUInt32(p.3)), family_periods) AS fp
      FROM findings FINAL
-     WHERE target_id IN {targets:Array(UUID)}
-       AND (id IN {ids:Array(UUID)}
+     WHERE ${inUuids('target_id', 'targets', q.targets)}
+       AND (${inUuids('id', 'ids', q.ids)}
             OR (status = 'OPEN' AND hasAny(family_ids, {openFamilies:Array(UUID)}))
             OR hasAny(family_ids, {anyFamilies:Array(UUID)}))`,
     q,
@@ -144,7 +145,7 @@ export async function familySources(store: Store, targets: string[], families: s
   const rows = await store.query<{ id: string; t: string; f: string; epoch: number }>(
     `SELECT DISTINCT id, target_id AS t, family_id AS f, toUInt32(time) AS epoch
      FROM sources
-     WHERE target_id IN {targets:Array(UUID)} AND family_id IN {families:Array(UUID)}`,
+     WHERE ${inUuids('target_id', 'targets', targets)} AND family_id IN {families:Array(UUID)}`,
     { targets, families },
   );
   return rows.map((r) => ({ id: r.id, targetId: r.t, familyId: r.f, time: r.epoch }));
@@ -160,7 +161,7 @@ export async function familyEvents(
   const rows = await store.query<{ f: string; s: string }>(
     `SELECT DISTINCT finding_id AS f, source_id AS s
      FROM finding_events
-     WHERE finding_id IN {findingIds:Array(UUID)} AND family_id IN {families:Array(UUID)}`,
+     WHERE ${inUuids('finding_id', 'findingIds', findingIds)} AND family_id IN {families:Array(UUID)}`,
     { findingIds, families },
   );
   return rows.map((r) => ({ findingId: r.f, sourceId: r.s }));
@@ -178,7 +179,7 @@ export async function latestEvents(
      (
          SELECT finding_id AS finding, max((time, check_id, pos)) AS latest, argMax(score, (time, check_id, pos)) AS score
          FROM finding_events
-         WHERE finding_id IN {findingIds:Array(UUID)}
+         WHERE ${inUuids('finding_id', 'findingIds', findingIds)}
          GROUP BY finding_id
      )`,
     { findingIds },
@@ -191,7 +192,7 @@ export async function existingEventIds(store: Store, findingIds: string[], event
   if (eventIds.length === 0) return new Set();
   const rows = await store.query<{ id: string }>(
     `SELECT DISTINCT id FROM finding_events
-     WHERE finding_id IN {findingIds:Array(UUID)} AND id IN {eventIds:Array(UUID)}`,
+     WHERE ${inUuids('finding_id', 'findingIds', findingIds)} AND ${inUuids('id', 'eventIds', eventIds)}`,
     { findingIds, eventIds },
   );
   return new Set(rows.map((r) => r.id));
