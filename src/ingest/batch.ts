@@ -65,7 +65,7 @@ async function updateScores(
   const exact: string[] = [];
   for (const [id, latest] of newest) {
     const s = states.get(id)!;
-    const families = [...(s.stored ? s.stored.content.family_ids : []), ...s.familyPeriods.keys()];
+    const families = [...(s.stored ? s.stored.familyPeriods.map((p) => p[0]) : []), ...s.familyPeriods.keys()];
     // Equal times are ordered by check id and position, which stored events may win.
     const provable = families.every((f) => latest.rank.time > (fast.get(q.pairKey(s.targetId, f)) ?? Infinity));
     if (provable) s.score = latest.score;

@@ -15,7 +15,20 @@ export interface FindingState {
   /** Score of the latest FOUND event. */
   score: number;
   /** What is stored now; absent for a finding this batch creates. */
-  stored?: { version: number; content: FindingContent };
+  stored?: StoredFinding;
+}
+
+/**
+ * The stored row of a finding as far as the next version depends on it. Every other column of
+ * the row derives from its family periods and score, so those two tell whether a new version
+ * would differ.
+ */
+export interface StoredFinding {
+  version: number;
+  status: 'OPEN' | 'FIXED';
+  severity: Severity;
+  score: number;
+  familyPeriods: [string, number, number][];
 }
 
 /** The columns of a findings row that derive from the state (everything but version bookkeeping). */
@@ -73,20 +86,13 @@ export function findingContent(state: FindingState): FindingContent {
   };
 }
 
-function sameArray<T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean = (x, y) => x === y): boolean {
-  return a.length === b.length && a.every((x, i) => same(x, b[i]!));
-}
-
-/** Whether two contents would store the same row (compared field by field: this runs per finding). */
-export function sameContent(a: FindingContent, b: FindingContent): boolean {
-  for (const k of Object.keys(a) as (keyof FindingContent)[]) {
-    const x = a[k];
-    const y = b[k];
-    if (Array.isArray(x)) {
-      if (k === 'family_periods') {
-        if (!sameArray(a.family_periods, b.family_periods, (p, q) => p[0] === q[0] && p[1] === q[1] && p[2] === q[2])) return false;
-      } else if (!sameArray(x as unknown[], y as unknown[])) return false;
-    } else if (x !== y) return false;
+/** Whether a state would store the row already stored (the content is the state's). */
+function unchanged(stored: StoredFinding, content: FindingContent): boolean {
+  const a = stored.familyPeriods;
+  const b = content.family_periods;
+  if (stored.score !== content.score || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    if (a[i]![0] !== b[i]![0] || a[i]![1] !== b[i]![1] || a[i]![2] !== b[i]![2]) return false;
   }
   return true;
 }
@@ -99,12 +105,12 @@ export function sameContent(a: FindingContent, b: FindingContent): boolean {
 export function nextFindingRow(state: FindingState, now: number): FindingRow | undefined {
   const content = findingContent(state);
   const stored = state.stored;
-  if (stored && sameContent(stored.content, content)) return undefined;
+  if (stored && unchanged(stored, content)) return undefined;
   return {
     ...content,
     version: (stored?.version ?? 0) + 1,
-    prev_status: stored?.content.status ?? 'NONE',
-    prev_severity: stored?.content.severity ?? 'informational',
+    prev_status: stored?.status ?? 'NONE',
+    prev_severity: stored?.severity ?? 'informational',
     updated_at: now,
   };
 }

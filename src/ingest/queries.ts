@@ -1,7 +1,7 @@
 import { inUuids } from '../storage/bound-lists.js';
 import type { Store } from '../storage/gateway.js';
+import type { Severity } from '../domain/severity.js';
 import type { FindingState } from './finding-state.js';
-import { findingContent } from './finding-state.js';
 import type { DetectionRank } from './normalize.js';
 import type { FamilySource, Period } from './periods.js';
 
@@ -88,6 +88,8 @@ interface FindingStateRow {
   issue_id: string;
   affected_resource: string;
   version: number;
+  status: 'OPEN' | 'FIXED';
+  severity: Severity;
   score: number;
   fp: [string, number, number][];
 }
@@ -107,7 +109,7 @@ function stateFromRow(r: FindingStateRow): FindingState {
     familyPeriods,
     score: r.score,
   };
-  state.stored = { version: r.version, content: findingContent(state) };
+  state.stored = { version: r.version, status: r.status, severity: r.severity, score: r.score, familyPeriods: r.fp };
   return state;
 }
 
@@ -122,7 +124,7 @@ export async function loadFindings(
 ): Promise<Map<string, FindingState>> {
   if (q.targets.length === 0) return new Map();
   const rows = await store.query<FindingStateRow>(
-    `SELECT id, target_id, issue_id, affected_resource, version, score,
+    `SELECT id, target_id, issue_id, affected_resource, version, status, severity, score,
             arrayMap(p -> (p.1, toUInt32(p.2), toUInt32(p.3)), family_periods) AS fp
      FROM findings FINAL
      WHERE ${inUuids('target_id', 'targets', q.targets)}
