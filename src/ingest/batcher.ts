@@ -98,29 +98,35 @@ export class ReportBatcher {
 
   private kick(): void {
     while (this.running < this.opts.concurrency && this.pending.length > 0) {
+      // While a batch runs, the next one starts only once full: under load that keeps batches at
+      // their size (each costs the engine a fixed set of statements and new parts to merge),
+      // and a partial batch still goes as soon as the store is free.
+      if (this.running > 0 && this.pending.length < this.opts.batchSize) break;
       this.running += 1;
       const batch = this.pending.splice(0, this.opts.batchSize);
-      void this.flush(batch).finally(() => {
+      void this.flush(batch).then((progressed) => {
         this.running -= 1;
-        if (this.pending.length > 0) this.schedule(LOCK_RETRY_MS);
+        // Reports left pending only because other batches held their targets are retried later.
+        if (this.pending.length > 0) this.schedule(progressed ? 0 : LOCK_RETRY_MS);
         else if (this.running === 0) for (const done of this.idle.splice(0)) done();
       });
     }
   }
 
-  private async flush(batch: Entry[]): Promise<void> {
+  /** Applies what it can of a batch; false when every report waited for a target lock. */
+  private async flush(batch: Entry[]): Promise<boolean> {
     const { store, locks, log } = this.opts;
     let held;
     try {
       held = await locks.acquire([...new Set(batch.map((e) => e.report.targetId))]);
     } catch (err) {
       for (const e of batch) e.reject(err);
-      return;
+      return true;
     }
     const ready = batch.filter((e) => held.acquired.has(e.report.targetId));
     this.pending.unshift(...batch.filter((e) => !held.acquired.has(e.report.targetId)));
     try {
-      if (ready.length === 0) return;
+      if (ready.length === 0) return false;
       const started = performance.now();
       const fault = this.opts.faults && this.opts.faults.times > 0 ? this.opts.faults : undefined;
       if (fault) fault.times -= 1;
@@ -143,5 +149,6 @@ export class ReportBatcher {
     } finally {
       await held.release().catch((err) => log.warn('releasing target locks failed', { err }));
     }
+    return true;
   }
 }

@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { ReportBatcher } from '../src/ingest/batcher.js';
+import { exclusiveOwner } from '../src/ingest/target-locks.js';
+import { silentLogger } from '../src/log.js';
+import { freshStore } from './support/engine.js';
+import { report, V } from './support/reports.js';
+
+const scan = (i: number) =>
+  report({ check_id: `scan-${i}`, target: `t${i}.example.com`, end_time: '2024-01-01 10:00:00', vulnerabilities: [V] });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('the report batcher', () => {
+  it('while a batch runs, gathers later reports into one full batch instead of starting a partial one', async () => {
+    const store = await freshStore();
+    const sizes: number[] = [];
+    const batcher = new ReportBatcher({
+      store,
+      locks: exclusiveOwner,
+      batchSize: 4,
+      waitMs: 1,
+      concurrency: 2,
+      maxEventAgeDays: 0,
+      log: silentLogger,
+      onCommitted: async (r) => void sizes.push(r.counts.reports),
+    });
+    // The first report goes alone after the 1 ms wait; the next two arrive while its batch (about
+    // ten statements on the engine) runs, a free slot notwithstanding.
+    const first = batcher.submit({ data: scan(0), attemptsStarted: 1 });
+    await sleep(5);
+    const second = batcher.submit({ data: scan(1), attemptsStarted: 1 });
+    await sleep(5);
+    const third = batcher.submit({ data: scan(2), attemptsStarted: 1 });
+    expect(await Promise.all([first, second, third])).toEqual([{ outcome: 'ingested' }, { outcome: 'ingested' }, { outcome: 'ingested' }]);
+    expect(sizes).toEqual([1, 2]);
+
+    await batcher.drain();
+  });
+});
