@@ -157,7 +157,7 @@ const result = {
   rawInsert: { rows: sample.length, seconds: +rawSeconds.toFixed(2), eventsPerSecond: Math.round(sample.length / rawSeconds) },
 };
 fs.mkdirSync('bench/results', { recursive: true });
-const variant = `${MODE}${PREFILL ? '-prefilled' : ''}${config.ingest.concurrency > 1 ? `-c${config.ingest.concurrency}` : ''}`;
+const variant = `${MODE}${PREFILL ? '-prefilled' : ''}${config.ingest.concurrency > 1 ? `-c${config.ingest.concurrency}` : ''}${config.ingest.batchSize !== 4000 ? `-b${config.ingest.batchSize}` : ''}`;
 const out = `bench/results/ingest-${variant}-${REPORTS}.json`;
 fs.writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
 console.log(JSON.stringify(result, null, 2));
