@@ -104,7 +104,8 @@ export class ReportBatcher {
       if (this.running > 0 && this.pending.length < this.opts.batchSize) break;
       this.running += 1;
       const batch = this.pending.splice(0, this.opts.batchSize);
-      void this.flush(batch).then((progressed) => {
+      // flush handles its own failures; should it still throw, the slot is freed all the same.
+      void this.flush(batch).catch(() => true).then((progressed) => {
         this.running -= 1;
         // Reports left pending only because other batches held their targets are retried later.
         if (this.pending.length > 0) this.schedule(progressed ? 0 : LOCK_RETRY_MS);
