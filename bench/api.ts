@@ -4,7 +4,9 @@
  * Database API latency on the benchmark datasets (bench/lib/dataset.ts): for each statistic, for
  * a large team and globally, and for findings list pages 1 and 500 of the large team, p50/p95 of
  * sequential HTTP requests to the API started in this process, next to p50/p95 of the very same
- * SQL (recorded while serving the request) run directly on the engine in the same run.
+ * SQL (recorded while serving the request) run directly on the engine in the same run. The
+ * findings pages are measured a second time through the API's Redis response cache (repeated
+ * requests: hits), marked "cached".
  * Results: bench/results/api-<scale>.json and a table on the console.
  */
 import fs from 'node:fs';
@@ -32,8 +34,8 @@ const WARMUP = 5;
 const team = `team=${LARGE_TEAM}`;
 const range = 'minDate=2024-01-10&maxDate=2024-01-20';
 
-/** [name, path, absolute p50 target in ms at the 1m scale or undefined] */
-const CASES: [string, string, number | undefined][] = [
+/** [name, path, absolute p50 target in ms at the 1m scale or undefined, through the response cache] */
+const CASES: [string, string, number | undefined, boolean?][] = [
   ['stats/open team', `/stats/open?${team}`, 10],
   ['stats/fixed team', `/stats/fixed?${team}`, 10],
   ['stats/open team dates', `/stats/open?${team}&${range}`, 20],
@@ -58,7 +60,11 @@ const CASES: [string, string, number | undefined][] = [
   ['findings team page 1', `/findings?${team}`, 15],
   ['findings team page 500', `/findings?${team}&page=500`, undefined],
   ['findings team OPEN page 1', `/findings?${team}&status=OPEN`, undefined],
+  ['findings team page 1 cached', `/findings?${team}`, undefined, true],
+  ['findings team page 500 cached', `/findings?${team}&page=500`, undefined, true],
 ];
+
+const cacheNames = { queuePrefix: 'bench-unused', keyPrefix: 'bench-api-cache' };
 
 function quantile(sorted: number[], p: number): number {
   const h = p * (sorted.length - 1);
@@ -115,8 +121,9 @@ for (const scale of scales) {
   const { dataset, store } = await openDataset(scale);
   console.log(`\n${scale}: ${dataset.findings} findings, ${dataset.events} events, ${dataset.reports} reports`);
   const rec = recording(store);
-  const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true });
-  const app = createDbApi({
+  const redis = new Redis('redis://127.0.0.1:6379');
+  await redis.ping(); // ready before the first request: an unconnected cache is a BYPASS
+  const apiDeps = {
     store: rec.store,
     locks: exclusiveOwner, // the benchmark posts no targets
     queue: checksQueue(redis, { queuePrefix: 'bench-unused', keyPrefix: 'bench-unused' }),
@@ -124,14 +131,15 @@ for (const scale of scales) {
     maxReportBytes: 1 << 20,
     pageSizeDefault: 20,
     pageSizeMax: 100,
-  });
-  const server = http.createServer(app.callback());
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
+  // Uncached: the engine's time is what is measured. Cached: the production setup (src/service.ts).
+  const servers = [createDbApi(apiDeps), createDbApi({ ...apiDeps, cache: { redis, names: cacheNames } })].map((app) => http.createServer(app.callback()));
+  for (const server of servers) await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const [base, cachedBase] = servers.map((server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
 
   const rows = [];
-  for (const [name, path, target] of CASES) {
-    const get = () => getOk(base + path);
+  for (const [name, path, target, cached] of CASES) {
+    const get = () => getOk((cached ? cachedBase : base) + path);
     for (let i = 0; i < WARMUP; i++) await get();
     rec.start();
     await get();
@@ -151,21 +159,24 @@ for (const scale of scales) {
     const row = {
       name,
       path,
+      cached: cached ?? false,
       queries: statements.length,
       http: h,
       raw,
-      ratio: +(h.p50 / raw.p50).toFixed(2),
+      ratio: statements.length > 0 ? +(h.p50 / raw.p50).toFixed(2) : null,
       target1m: target,
       meetsTarget: target === undefined || scale !== '1m' ? undefined : h.p50 <= target,
     };
     rows.push(row);
     console.log(
-      `${name.padEnd(32)} http p50 ${h.p50.toFixed(1).padStart(6)} p95 ${h.p95.toFixed(1).padStart(6)} | raw p50 ${raw.p50.toFixed(1).padStart(6)} p95 ${raw.p95.toFixed(1).padStart(6)} | ×${row.ratio.toFixed(2)} (${statements.length} q)` +
+      `${name.padEnd(32)} http p50 ${h.p50.toFixed(1).padStart(6)} p95 ${h.p95.toFixed(1).padStart(6)} | raw p50 ${raw.p50.toFixed(1).padStart(6)} p95 ${raw.p95.toFixed(1).padStart(6)} | ×${row.ratio?.toFixed(2) ?? '  – '} (${statements.length} q)` +
         (target && scale === '1m' ? ` target ${target} ms ${h.p50 <= target ? 'ok' : 'MISSED'}` : ''),
     );
   }
-  server.close();
+  for (const server of servers) server.close();
   await store.close();
+  const cachedKeys = await redis.keys(`${cacheNames.keyPrefix}:*`);
+  if (cachedKeys.length > 0) await redis.del(...cachedKeys);
   redis.disconnect();
   results[scale] = {
     date: new Date().toISOString(),

@@ -1,5 +1,6 @@
 import type { Queue } from 'bullmq';
 import Koa from 'koa';
+import { ResponseCache, type CacheSettings } from './cache/response-cache.js';
 import { checkRoutes } from './checks/routes.js';
 import { nowSeconds } from './domain/time.js';
 import { findingRoutes } from './findings/routes.js';
@@ -31,6 +32,8 @@ export interface DbApiDeps {
   locks: Locks;
   /** Called after POST /targets changed team associations (cache invalidation). */
   onTeamsChanged?: () => Promise<void>;
+  /** Redis read-through cache of findings lists (keyed by the data version); none: always computed. */
+  cache?: CacheSettings | undefined;
 }
 
 export function createDbApi(deps: DbApiDeps): Koa {
@@ -43,6 +46,7 @@ export function createDbApi(deps: DbApiDeps): Koa {
     pageSizeDefault: deps.pageSizeDefault,
     pageSizeMax: deps.pageSizeMax,
     now: deps.now ?? nowSeconds,
+    cache: deps.cache ? new ResponseCache('db', deps.cache, deps.log) : undefined,
   };
   const routers = [
     checkRoutes({ queue: deps.queue, maxReportBytes: deps.maxReportBytes, log: deps.log }),

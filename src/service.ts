@@ -9,7 +9,7 @@ import { ReportBatcher, type BatcherOptions } from './ingest/batcher.js';
 import { TargetLocks, type Locks } from './ingest/target-locks.js';
 import type { Logger } from './log.js';
 import { createMetricsApi } from './metrics/app.js';
-import { bumpDataVersion } from './metrics/cache.js';
+import { bumpDataVersion } from './cache/response-cache.js';
 import { describeKeys, tokenKeys } from './metrics/keys.js';
 import { checksQueue } from './queue/producer.js';
 import { defaultRedisNames, keys, requestConnection, whenReady, workerConnection, type RedisNames } from './queue/redis.js';
@@ -136,10 +136,11 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       pageSizeDefault: config.pageSizeDefault,
       pageSizeMax: config.pageSizeMax,
       locks,
+      cache: { redis, names },
       ...(opts.now ? { now: opts.now } : {}),
-      // Team re-association changes every team-scoped metric: cached answers become stale.
+      // Team re-association changes every team-scoped answer: cached ones become stale.
       onTeamsChanged: () =>
-        bumpDataVersion(redis, names).catch((err) => log.warn('could not invalidate cached metrics', { err })),
+        bumpDataVersion(redis, names).catch((err) => log.warn('could not invalidate cached answers', { err })),
     });
     const metricsLog = log.child({ api: 'metrics' });
     const tokens = tokenKeys(config.jwt, config.dataDir);

@@ -10,7 +10,8 @@ import { bySeverity, fetchMetric, METRICS_SECRET, metricsToken } from './support
 import { json, startTestService, type TestService } from './support/service.js';
 
 /**
- * SPEC §8 / issue 4: cache failures degrade to computing the answer. A private redis-server is
+ * SPEC §8 / issue 4: cache failures degrade to computing the answer (metrics, and the database
+ * API's findings lists, which share the cache). A private redis-server is
  * killed under a running service; answers stay correct and prompt, and caching resumes when Redis
  * is back. (Its own file: the outage must not touch the shared Redis or other services.)
  */
@@ -122,6 +123,12 @@ describe('metrics cache when Redis goes away (a private redis-server)', () => {
     }
     expect(await get(`teams/${TEAM_A}/stats/mttr`, MEMBER_A)).toMatchObject({ status: 200, cache: 'BYPASS', body: { mttr: { total: 48, ...sev({ medium: 48 }) } } });
     expect(await get('stats/assets')).toMatchObject({ status: 200, cache: 'BYPASS', body: { assets: { total: 1, ...sev({ medium: 1 }) } } });
+    // The database API's findings lists share the cache and its fallback.
+    const started = performance.now();
+    const findings = await svc.db(`/findings?team=${TEAM_A}`);
+    expect(performance.now() - started).toBeLessThan(1500);
+    expect({ status: findings.status, cache: findings.headers.get('x-cache') }).toEqual({ status: 200, cache: 'BYPASS' });
+    expect(await findings.json()).toMatchObject({ pagination: { total: 1 }, findings: [{ status: 'OPEN', target: { identifier: 'www.example.com' } }] });
   });
 
   it('given Redis is down, when POST /targets re-associates teams, then it still succeeds and the metrics follow', async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../src/log.js';
-import { MetricsCache } from '../src/metrics/cache.js';
+import { ResponseCache } from '../src/cache/response-cache.js';
 import { keys } from '../src/queue/redis.js';
 import { report, V, worked } from './support/reports.js';
 import { bySeverity, fetchMetric, METRICS_SECRET, metricsToken } from './support/metrics.js';
@@ -136,7 +136,7 @@ describe('metrics cache computations', () => {
   });
 
   it('given identical requests arriving together, when none is cached, then the statistic is computed once for all', async () => {
-    const cache = new MetricsCache({ redis, names }, silentLogger);
+    const cache = new ResponseCache('metrics', { redis, names }, silentLogger);
     let computed = 0;
     const compute = async () => {
       computed += 1;
@@ -153,7 +153,7 @@ describe('metrics cache computations', () => {
   });
 
   it('given a failing computation, when requests share it, then each gets the error and nothing is cached', async () => {
-    const cache = new MetricsCache({ redis, names }, silentLogger);
+    const cache = new ResponseCache('metrics', { redis, names }, silentLogger);
     const req = { endpoint: 'mttr', scope: 'global', params: '[]', clockDependent: false };
     const failing = async () => {
       await new Promise((r) => setTimeout(r, 20));

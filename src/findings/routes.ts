@@ -1,4 +1,6 @@
 import Router from '@koa/router';
+import type { Context } from 'koa';
+import { answerCached, normalisedParams } from '../cache/response-cache.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
 import { findingListQuery, pageQuery, type FindingFilters, type Paging } from '../filters/params.js';
@@ -12,12 +14,22 @@ import { renderEvent, renderFindings } from './render.js';
  * A findings list for a base (all, an issue's, a target's, a source's) with the filters of SPEC
  * §5.5: used by /findings and every findings sub-list.
  */
-export async function listFindings(api: ApiContext, base: FindingBase | undefined, filters: FindingFilters, page: Paging) {
+async function listFindings(api: ApiContext, base: FindingBase | undefined, filters: FindingFilters, page: Paging) {
   const now = api.now();
   if (!base) return { pagination: emptyPage(page), findings: [] }; // an unknown parent
   const result = await findingPage(api.store, base, filters, page, now);
   const ref = filters.atDate !== undefined ? { t: filters.atDate, atDate: true } : { t: now, atDate: false };
   return { pagination: result.pagination, findings: await renderFindings(api.store, result.rows, ref) };
+}
+
+/**
+ * Answers a findings list through the response cache: a page costs the engine five statements
+ * (rows, count, issues, targets with teams, latest events), a cached one a Redis round trip.
+ * Exposures run to "now", so entries also expire after the cache's clock TTL.
+ */
+export async function answerFindingList(ctx: Context, api: ApiContext, base: FindingBase | undefined, filters: FindingFilters, page: Paging) {
+  const request = { endpoint: 'findings', scope: JSON.stringify(base ?? null), params: normalisedParams({ ...filters, ...page }), clockDependent: true };
+  await answerCached(ctx, api.cache, request, () => listFindings(api, base, filters, page));
 }
 
 /** One finding at now, or 404 (SPEC §6.2). */
@@ -41,7 +53,7 @@ export function findingRoutes(api: ApiContext): Router {
 
   router.get('/findings', async (ctx) => {
     const { filters, page } = findingListQuery(ctx.query, api);
-    ctx.body = await listFindings(api, {}, filters, page);
+    await answerFindingList(ctx, api, {}, filters, page);
   });
 
   router.get('/findings/:id', async (ctx) => {

@@ -1,9 +1,12 @@
+import type { ResponseCache } from '../cache/response-cache.js';
 import type { PageLimits } from '../filters/params.js';
 import type { Store } from '../storage/gateway.js';
 
-/** What every database API route needs: the store, page size limits and the clock. */
+/** What every database API route needs: the store, page size limits, the clock, the response cache. */
 export interface ApiContext extends PageLimits {
   store: Store;
   /** "now" in epoch seconds (SPEC §0.2); tests fix it. */
   now: () => number;
+  /** Redis cache of findings lists; without it every answer is computed. */
+  cache?: ResponseCache | undefined;
 }

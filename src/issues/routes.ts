@@ -4,7 +4,7 @@ import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
 import { findingListQuery, pageQuery } from '../filters/params.js';
 import { findingOfIssueOnTarget } from '../findings/queries.js';
-import { listFindings, mttrResponse, oneFinding } from '../findings/routes.js';
+import { answerFindingList, mttrResponse, oneFinding } from '../findings/routes.js';
 import { mttrScope } from '../findings/queries.js';
 import type { ApiContext } from '../http/context.js';
 import { emptyPage } from '../storage/paged.js';
@@ -36,7 +36,7 @@ export function issueRoutes(api: ApiContext): Router {
   router.get('/issues/:id/findings', async (ctx) => {
     const { filters, page } = findingListQuery(ctx.query, api);
     const id = ctx.params.id!;
-    ctx.body = await listFindings(api, isUuid(id) ? { issueId: id } : undefined, filters, page);
+    await answerFindingList(ctx, api, isUuid(id) ? { issueId: id } : undefined, filters, page);
   });
 
   router.get('/issues/:id/targets', async (ctx) => {

@@ -6,7 +6,7 @@ import { accessLog, ignoreTrailingSlash, mountRoutes } from '../http/middleware.
 import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
 import { authenticate } from './auth.js';
-import { MetricsCache, type CacheSettings } from './cache.js';
+import { ResponseCache, type CacheSettings } from '../cache/response-cache.js';
 import type { TokenKeys } from './keys.js';
 import { metricRoutes } from './routes.js';
 import { metricsErrors } from './errors.js';
@@ -57,7 +57,7 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
     store: deps.store,
     now: deps.now ?? nowSeconds,
     authenticate: authenticate(deps.keys),
-    cache: deps.cache ? new MetricsCache(deps.cache, deps.log) : undefined,
+    cache: deps.cache ? new ResponseCache('metrics', deps.cache, deps.log) : undefined,
   });
   mountRoutes(app, [health, metrics], metricsErrors, '/api/v1');
   return app;

@@ -8,10 +8,10 @@ import { currentExposureStats, totalExposureStats } from '../stats/exposure.js';
 import type { StatFilters } from '../stats/filters.js';
 import { mttrStats } from '../stats/mttr.js';
 import type { Store } from '../storage/gateway.js';
+import { answerCached, normalisedParams, type ResponseCache } from '../cache/response-cache.js';
 import { authorizeGlobal, authorizeTeam, callerOf } from './auth.js';
-import type { CacheStatus, MetricsCache } from './cache.js';
 import { metricsErrors } from './errors.js';
-import { metricQuery, normalisedFilters, requestedTeams } from './schema.js';
+import { metricQuery, requestedTeams } from './schema.js';
 
 /**
  * The metric endpoints (SPEC §8.3): each metric per team (`/teams/{team_id}/stats/…`) and
@@ -93,7 +93,7 @@ export interface MetricRouteDeps {
   store: Store;
   now: () => number;
   authenticate: Middleware;
-  cache: MetricsCache | undefined;
+  cache: ResponseCache | undefined;
 }
 
 export function metricRoutes(deps: MetricRouteDeps): Router {
@@ -101,16 +101,8 @@ export function metricRoutes(deps: MetricRouteDeps): Router {
 
   const answer = async (ctx: Context, metric: Metric, scope: string, filters: StatFilters) => {
     const compute = async () => ({ [metric.key]: await metric.compute(deps.store, filters, deps.now()) });
-    let result: { body: string; status: CacheStatus };
-    if (deps.cache) {
-      const request = { endpoint: metric.name, scope, params: normalisedFilters(filters), clockDependent: metric.clockDependent(filters) };
-      result = await deps.cache.through(request, compute);
-    } else {
-      result = { body: JSON.stringify(await compute()), status: 'BYPASS' };
-    }
-    ctx.set('X-Cache', result.status);
-    ctx.type = 'application/json; charset=utf-8';
-    ctx.body = result.body;
+    const request = { endpoint: metric.name, scope, params: normalisedParams(filters), clockDependent: metric.clockDependent(filters) };
+    await answerCached(ctx, deps.cache, request, compute);
   };
 
   for (const metric of METRICS) {

@@ -41,12 +41,3 @@ export function metricQuery(names: readonly FieldName[], opts: { rejectAtDate?: 
     return toFilters(parsed.data);
   };
 }
-
-/** Sorted-keys text of the filters with set-valued lists sorted: equal selections, equal text. */
-export function normalisedFilters(f: StatFilters): string {
-  const entries = Object.entries(f)
-    .filter(([, v]) => v !== undefined)
-    .map(([k, v]) => [k, Array.isArray(v) ? [...new Set(v as string[])].sort() : v] as const)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return JSON.stringify(entries);
-}

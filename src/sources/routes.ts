@@ -3,7 +3,7 @@ import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
 import { findingListQuery, pageQuery } from '../filters/params.js';
 import { mttrScope } from '../findings/queries.js';
-import { listFindings, mttrResponse } from '../findings/routes.js';
+import { answerFindingList, mttrResponse } from '../findings/routes.js';
 import type { ApiContext } from '../http/context.js';
 import { sourceById, sourcePage } from './queries.js';
 
@@ -26,7 +26,7 @@ export function sourceRoutes(api: ApiContext): Router {
   router.get('/sources/:id/findings', async (ctx) => {
     const { filters, page } = findingListQuery(ctx.query, api);
     const source = await lookup(ctx.params.id!);
-    ctx.body = await listFindings(api, source && { sourceId: source.id, targetId: source.target_id }, filters, page);
+    await answerFindingList(ctx, api, source && { sourceId: source.id, targetId: source.target_id }, filters, page);
   });
 
   // The MTTR of the source's whole family (name, component, options) on every target (SPEC §6.3).

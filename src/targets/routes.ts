@@ -3,7 +3,7 @@ import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
 import { findingListQuery, pageQuery, paging, parseQuery, toFilters } from '../filters/params.js';
 import { mttrScope } from '../findings/queries.js';
-import { listFindings, mttrResponse } from '../findings/routes.js';
+import { answerFindingList, mttrResponse } from '../findings/routes.js';
 import { readJsonBody } from '../http/body.js';
 import type { ApiContext } from '../http/context.js';
 import { emptyPage } from '../storage/paged.js';
@@ -34,7 +34,7 @@ export function targetRoutes(api: ApiContext & { maxBodyBytes: number; locks: Lo
   router.get('/targets/:id/findings', async (ctx) => {
     const { filters, page } = findingListQuery(ctx.query, api);
     const id = ctx.params.id!;
-    ctx.body = await listFindings(api, isUuid(id) ? { targetId: id } : undefined, filters, page);
+    await answerFindingList(ctx, api, isUuid(id) ? { targetId: id } : undefined, filters, page);
   });
 
   router.get('/targets/:id/issues', async (ctx) => {

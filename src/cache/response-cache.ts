@@ -1,13 +1,15 @@
 import { createHash } from 'node:crypto';
+import type { Context } from 'koa';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
 import { keys, type RedisNames } from '../queue/redis.js';
 
 /**
- * Read-through Redis cache of metric responses. An entry is keyed by the data version (bumped by
- * the ingest worker after every committed batch and by team re-association), the endpoint, the
- * scope and the normalised parameters, so a cached answer is never older than the data it was
- * computed from; answers that depend on the clock (exposures "now") also expire after a short TTL.
+ * Read-through Redis cache of JSON responses (the metrics API's answers and the database API's
+ * findings lists). An entry is keyed by the data version (bumped by the ingest worker after every
+ * committed batch and by team re-association), the endpoint, the scope and the normalised
+ * parameters, so a cached answer is never older than the data it was computed from; answers that
+ * depend on the clock (exposures "now") also expire after a short TTL.
  *
  * The version and the entry are read in one round trip (a Lua script). Any failure — Redis down,
  * not yet connected, slow — is a BYPASS: the answer is computed and nothing is cached.
@@ -33,20 +35,32 @@ return {version, redis.call('GET', ARGV[1] .. version .. ARGV[2])}
 `;
 
 interface LookupRedis {
-  metricsCacheLookup(versionKey: string, before: string, after: string): Promise<[string, string | null]>;
+  responseCacheLookup(versionKey: string, before: string, after: string): Promise<[string, string | null]>;
 }
 
 export interface CacheRequest {
   /** Endpoint name, e.g. `open`. */
   endpoint: string;
-  /** `team:<id>`, `teams:<id>,<id>` (sorted) or `global`. */
+  /** What the answer is about, e.g. `team:<id>`, `teams:<id>,<id>` (sorted) or `global`. */
   scope: string;
-  /** Normalised parameters (see normalisedFilters). */
+  /** Normalised parameters (see normalisedParams). */
   params: string;
   clockDependent: boolean;
 }
 
-export class MetricsCache {
+/**
+ * Sorted-keys text of parsed request parameters with list values sorted and deduplicated (every
+ * list filter is a set): equal selections, equal text, one cache entry.
+ */
+export function normalisedParams(f: object): string {
+  const entries = Object.entries(f)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => [k, Array.isArray(v) ? [...new Set(v as string[])].sort() : v] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return JSON.stringify(entries);
+}
+
+export class ResponseCache {
   private readonly redis: Redis & LookupRedis;
   private readonly ttl: number;
   private readonly clockTtl: number;
@@ -54,11 +68,13 @@ export class MetricsCache {
   private failing = false;
   private readonly inFlight = new Map<string, Promise<string>>();
 
+  /** `namespace` says whose answers these are (`metrics`, `db`): part of every key and log line. */
   constructor(
+    private readonly namespace: string,
     private readonly settings: CacheSettings,
     private readonly log: Logger,
   ) {
-    settings.redis.defineCommand('metricsCacheLookup', { numberOfKeys: 1, lua: LOOKUP });
+    settings.redis.defineCommand('responseCacheLookup', { numberOfKeys: 1, lua: LOOKUP });
     this.redis = settings.redis as Redis & LookupRedis;
     this.ttl = settings.ttlSeconds ?? 600;
     this.clockTtl = settings.clockTtlSeconds ?? 60;
@@ -94,7 +110,7 @@ export class MetricsCache {
 
   private keyParts(req: CacheRequest): [string, string] {
     const digest = createHash('sha1').update(req.scope).update('\n').update(req.params).digest('base64url');
-    return [keys.cache(this.settings.names, 'metrics:v'), `:${req.endpoint}:${digest}`];
+    return [keys.cache(this.settings.names, `${this.namespace}:v`), `:${req.endpoint}:${digest}`];
   }
 
   private async lookup(req: CacheRequest): Promise<{ key: string; body: string | null } | undefined> {
@@ -105,12 +121,12 @@ export class MetricsCache {
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`cache lookup took longer than ${this.timeoutMs} ms`)), this.timeoutMs);
       });
-      const command = this.redis.metricsCacheLookup(keys.dataVersion(this.settings.names), before, after);
+      const command = this.redis.responseCacheLookup(keys.dataVersion(this.settings.names), before, after);
       command.catch(() => undefined); // a late failure after the timeout is already handled
       const [version, body] = await Promise.race([command, timeout]);
       if (this.failing) {
         this.failing = false;
-        this.log.info('metrics cache available again');
+        this.log.info(`${this.namespace} cache available again`);
       }
       return { key: `${before}${version}${after}`, body };
     } catch (err) {
@@ -124,11 +140,22 @@ export class MetricsCache {
   private failed(err: unknown): void {
     if (this.failing) return;
     this.failing = true;
-    this.log.warn('metrics cache unavailable; answering without it', { err });
+    this.log.warn(`${this.namespace} cache unavailable; answering without it`, { err });
   }
 }
 
-/** Makes the cached answers of every metric stale (after team re-association, for instance). */
+/**
+ * Answers a request through the cache (or computes it when there is none) and tells which in the
+ * `X-Cache` header. The body goes out as the cached JSON text, exactly as Koa would serialise it.
+ */
+export async function answerCached(ctx: Context, cache: ResponseCache | undefined, req: CacheRequest, compute: () => Promise<unknown>): Promise<void> {
+  const result = cache ? await cache.through(req, compute) : { body: JSON.stringify(await compute()), status: 'BYPASS' as const };
+  ctx.set('X-Cache', result.status);
+  ctx.type = 'application/json; charset=utf-8';
+  ctx.body = result.body;
+}
+
+/** Makes every cached answer stale (after team re-association, for instance). */
 export async function bumpDataVersion(redis: Redis, names: RedisNames): Promise<void> {
   await redis.incr(keys.dataVersion(names));
 }
