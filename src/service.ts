@@ -4,15 +4,15 @@ import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { startIngestWorker } from '../workers/ingest.js';
 import { createDbApi } from './app.js';
+import { DataVersion } from './cache/data-version.js';
 import type { Config } from './config.js';
 import { ReportBatcher, type BatcherOptions } from './ingest/batcher.js';
 import { TargetLocks, type Locks } from './ingest/target-locks.js';
 import type { Logger } from './log.js';
 import { createMetricsApi } from './metrics/app.js';
-import { bumpDataVersion } from './cache/response-cache.js';
 import { describeKeys, tokenKeys } from './metrics/keys.js';
 import { checksQueue } from './queue/producer.js';
-import { defaultRedisNames, keys, requestConnection, whenReady, workerConnection, type RedisNames } from './queue/redis.js';
+import { defaultRedisNames, requestConnection, whenReady, workerConnection, type RedisNames } from './queue/redis.js';
 import { openStore, type Store } from './storage/gateway.js';
 import { migrate } from './storage/migrate.js';
 
@@ -92,6 +92,8 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
 
   const redis = requestConnection(config.redisUrl);
   if (!(await whenReady(redis))) log.warn('Redis is not answering yet; queueing and caching wait for it', { url: config.redisUrl });
+  // Cached answers are keyed by it; both the worker and POST /targets bump it.
+  const dataVersion = new DataVersion(redis, names, log.child({ component: 'cache' }));
   const servers: http.Server[] = [];
   let queue: Queue | undefined;
   let worker: Worker | undefined;
@@ -110,9 +112,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       concurrency: config.ingest.concurrency,
       maxEventAgeDays: config.ingest.maxEventAgeDays,
       log: log.child({ component: 'ingest' }),
-      onCommitted: async () => {
-        await redis.incr(keys.dataVersion(names));
-      },
+      onCommitted: () => dataVersion.bump('batch committed'),
       ...(opts.faults ? { faults: opts.faults } : {}),
     });
     workerRedis = workerConnection(config.redisUrl);
@@ -139,8 +139,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       cache: { redis, names },
       ...(opts.now ? { now: opts.now } : {}),
       // Team re-association changes every team-scoped answer: cached ones become stale.
-      onTeamsChanged: () =>
-        bumpDataVersion(redis, names).catch((err) => log.warn('could not invalidate cached answers', { err })),
+      onTeamsChanged: () => dataVersion.bump('teams associated'),
     });
     const metricsLog = log.child({ api: 'metrics' });
     const tokens = tokenKeys(config.jwt, config.dataDir);

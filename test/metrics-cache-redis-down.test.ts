@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import net from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,9 +41,11 @@ function freePort(): Promise<number> {
   });
 }
 
-async function startPrivateRedis(port?: number): Promise<{ child: ChildProcess; url: string }> {
+/** `dir`: keep the data in a dump file there (written by SAVE, loaded at start) instead of none. */
+async function startPrivateRedis(port?: number, dir?: string): Promise<{ child: ChildProcess; url: string }> {
   port ??= await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const persistence = dir ? ['--dir', dir, '--dbfilename', 'dump.rdb'] : [];
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...persistence], { stdio: 'ignore' });
   // Never outlive this test process, whatever happens to the hooks.
   const kill = () => child.kill('SIGKILL');
   process.once('exit', kill);
@@ -147,5 +152,60 @@ describe('metrics cache when Redis goes away (a private redis-server)', () => {
     }
     expect(first).toMatchObject({ status: 200, cache: 'MISS', body: { open_issues: sev({ medium: 1 }) } });
     expect(await get(path, MEMBER_A)).toMatchObject({ status: 200, cache: 'HIT', body: { open_issues: sev({ medium: 1 }) } });
+  });
+});
+
+describe('cached answers after an outage of a Redis that keeps its data (a private redis-server with a dump file)', () => {
+  let dir: string;
+  let redisServer: { child: ChildProcess; url: string };
+  let svc: TestService;
+  const TEAM_B = 'b7d9e1f3-5a7c-4e9b-8d1f-3a5c7e9b1d3f';
+  const get = (path: string) => fetchMetric(svc.metricsApiUrl!, path, ADMIN);
+  const findings = async (path: string) => {
+    const res = await svc.db(path);
+    return { status: res.status, cache: res.headers.get('x-cache'), body: (await res.json()) as any };
+  };
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vulndb-redis-'));
+    redisServer = await startPrivateRedis(undefined, dir);
+    svc = await startTestService({ worker: false, now: () => NOW, env: { JWT_SECRET: SECRET, REDIS_URL: redisServer.url } });
+    await json(svc.postJson('/targets', { identifier: 'www.example.com', teams: [TEAM_A] }), 201);
+    const batcher = new ReportBatcher({ store: svc.store, locks: exclusiveOwner, batchSize: 10, waitMs: 5, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
+    for (const r of Object.values(worked)) expect(await batcher.submit({ data: r, attemptsStarted: 1 })).toEqual({ outcome: 'ingested' });
+    await batcher.drain();
+  });
+  afterAll(async () => {
+    const c = redisServer.child;
+    if (c.exitCode !== null || c.signalCode !== null) redisServer = await startPrivateRedis(Number(new URL(redisServer.url).port), dir);
+    await svc.close();
+    await stop(redisServer.child);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('given answers cached before the outage, when teams were associated during it, then they are not served after it', async () => {
+    const path = `/findings?team=${TEAM_B}`;
+    expect(await findings(path)).toMatchObject({ status: 200, cache: 'MISS', body: { findings: [] } });
+    expect(await findings(path)).toMatchObject({ cache: 'HIT', body: { findings: [] } });
+    expect(await get(`teams/${TEAM_B}/stats/assets`)).toMatchObject({ cache: 'MISS', body: { assets: { total: 0 } } });
+
+    const admin = new Redis(redisServer.url);
+    await admin.save(); // the entries and the data version survive the restart below
+    await admin.quit();
+    await stop(redisServer.child);
+
+    // Redis is down: the association is stored, its version bump cannot be made.
+    await json(svc.postJson('/targets', { identifier: 'www.example.com', teams: [TEAM_B] }), 201);
+    expect(await findings(path)).toMatchObject({ cache: 'BYPASS', body: { findings: [{ target: { teams: [TEAM_A, TEAM_B] } }] } });
+
+    redisServer = await startPrivateRedis(Number(new URL(redisServer.url).port), dir);
+    const deadline = Date.now() + 15_000;
+    let after = await findings(path);
+    while (after.cache === 'BYPASS' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      after = await findings(path);
+    }
+    expect(after).toMatchObject({ status: 200, cache: 'MISS', body: { pagination: { total: 1 }, findings: [{ target: { teams: [TEAM_A, TEAM_B] } }] } });
+    expect(await get(`teams/${TEAM_B}/stats/assets`)).toMatchObject({ cache: 'MISS', body: { assets: { total: 1, ...sev({ medium: 1 }) } } });
   });
 });

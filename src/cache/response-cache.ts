@@ -6,10 +6,10 @@ import { keys, type RedisNames } from '../queue/redis.js';
 
 /**
  * Read-through Redis cache of JSON responses (the metrics API's answers and the database API's
- * findings lists). An entry is keyed by the data version (bumped by the ingest worker after every
- * committed batch and by team re-association), the endpoint, the scope and the normalised
- * parameters, so a cached answer is never older than the data it was computed from; answers that
- * depend on the clock (exposures "now") also expire after a short TTL.
+ * findings lists). An entry is keyed by the data version (src/cache/data-version.ts: bumped by
+ * the ingest worker after every committed batch and by team re-association), the endpoint, the
+ * scope and the normalised parameters, so a cached answer is never older than the data it was
+ * computed from; answers that depend on the clock (exposures "now") also expire after a short TTL.
  *
  * The version and the entry are read in one round trip (a Lua script). Any failure — Redis down,
  * not yet connected, slow — is a BYPASS: the answer is computed and nothing is cached.
@@ -153,9 +153,4 @@ export async function answerCached(ctx: Context, cache: ResponseCache | undefine
   ctx.set('X-Cache', result.status);
   ctx.type = 'application/json; charset=utf-8';
   ctx.body = result.body;
-}
-
-/** Makes every cached answer stale (after team re-association, for instance). */
-export async function bumpDataVersion(redis: Redis, names: RedisNames): Promise<void> {
-  await redis.incr(keys.dataVersion(names));
 }
