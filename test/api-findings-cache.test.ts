@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../src/queue/redis.js';
 import { report, V, worked } from './support/reports.js';
-import { json, REDIS_URL, startTestService, type TestService } from './support/service.js';
+import { fetchCached, ingestWorkedFixed, json, REDIS_URL, startTestService, type TestService } from './support/service.js';
 
 /**
  * The database API's findings lists go through the Redis response cache (src/cache/response-cache.ts):
@@ -17,19 +17,13 @@ const TEAM_B = 'b7d9e1f3-5a7c-4e9b-8d1f-3a5c7e9b1d3f';
 describe('findings lists through the response cache', () => {
   let svc: TestService;
   let redis: Redis;
-  const get = async (path: string) => {
-    const res = await svc.db(path);
-    const text = await res.text();
-    return { status: res.status, cache: res.headers.get('x-cache'), type: res.headers.get('content-type'), text, body: JSON.parse(text) };
-  };
+  const get = (path: string) => fetchCached(`${svc.dbApiUrl}${path}`);
   const entries = () => redis.keys(`${keys.cache(svc.names, 'db')}:*:findings:*`);
 
   beforeAll(async () => {
     svc = await startTestService({ now: () => NOW });
     redis = new Redis(REDIS_URL);
-    await json(svc.postJson('/targets', { identifier: 'www.example.com', teams: [TEAM_A] }), 201);
-    for (const r of [worked.r1, worked.r2, worked.r3]) await json(svc.postJson('/checks', r), 202);
-    await svc.settle();
+    await ingestWorkedFixed(svc, TEAM_A);
   });
   afterAll(async () => {
     await redis.quit();

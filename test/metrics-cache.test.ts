@@ -6,7 +6,7 @@ import { ResponseCache } from '../src/cache/response-cache.js';
 import { keys } from '../src/queue/redis.js';
 import { report, V, worked } from './support/reports.js';
 import { bySeverity, fetchMetric, METRICS_SECRET, metricsToken } from './support/metrics.js';
-import { json, REDIS_URL, startTestService, type TestService } from './support/service.js';
+import { ingestWorkedFixed, json, REDIS_URL, startTestService, type TestService } from './support/service.js';
 
 /**
  * The Redis read-through cache of metric responses: hits, invalidation by ingestion and by team
@@ -36,9 +36,7 @@ describe('metrics cache on the shared Redis', () => {
   beforeAll(async () => {
     svc = await startTestService({ now: () => NOW, env: { JWT_SECRET: SECRET } });
     redis = new Redis(REDIS_URL);
-    await json(svc.postJson('/targets', { identifier: 'www.example.com', teams: [TEAM_A] }), 201);
-    for (const r of [worked.r1, worked.r2, worked.r3]) await json(svc.postJson('/checks', r), 202);
-    await svc.settle();
+    await ingestWorkedFixed(svc, TEAM_A);
   });
   afterAll(async () => {
     await redis.quit();

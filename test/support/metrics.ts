@@ -1,5 +1,6 @@
 import { createSecretKey } from 'node:crypto';
 import { signJwt } from '../../src/metrics/sign.js';
+import { fetchCached } from './service.js';
 
 /** What the metrics API tests share: a signing secret, tokens, the severity object, a request. */
 
@@ -23,8 +24,6 @@ export const bySeverity = (v: Partial<Record<Severity, number>> = {}) => ({
   ...v,
 });
 
-export async function fetchMetric(baseUrl: string, path: string, bearer = ADMIN_TOKEN) {
-  const res = await fetch(`${baseUrl}/api/v1/${path}`, { headers: { Authorization: `Bearer ${bearer}` } });
-  const text = await res.text();
-  return { status: res.status, cache: res.headers.get('x-cache'), type: res.headers.get('content-type'), text, body: JSON.parse(text) };
+export function fetchMetric(baseUrl: string, path: string, bearer = ADMIN_TOKEN) {
+  return fetchCached(`${baseUrl}/api/v1/${path}`, { headers: { Authorization: `Bearer ${bearer}` } });
 }

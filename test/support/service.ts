@@ -8,6 +8,7 @@ import { checksQueue } from '../../src/queue/producer.js';
 import type { RedisNames } from '../../src/queue/redis.js';
 import { startService, type Service, type ServiceOptions } from '../../src/service.js';
 import { testDataDir, testStoreConfig } from './engine.js';
+import { worked } from './reports.js';
 
 /**
  * A real service for end-to-end tests: embedded engine on a fresh database, the Redis on
@@ -84,6 +85,23 @@ export async function startTestService(
   };
 
   return { ...service, queue, config, db, postJson, settle, close };
+}
+
+/** A GET of a JSON answer with what the response cache says about it (`X-Cache`). */
+export async function fetchCached(url: string, init?: RequestInit) {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  return { status: res.status, cache: res.headers.get('x-cache'), type: res.headers.get('content-type'), text, body: JSON.parse(text) };
+}
+
+/**
+ * SPEC §3.8's r1–r3 on www.example.com, associated with `team`, through the queue: one finding,
+ * OPEN 2024-01-01 10:00 to FIXED 2024-01-03 10:00.
+ */
+export async function ingestWorkedFixed(svc: TestService, team: string): Promise<void> {
+  await json(svc.postJson('/targets', { identifier: 'www.example.com', teams: [team] }), 201);
+  for (const r of [worked.r1, worked.r2, worked.r3]) await json(svc.postJson('/checks', r), 202);
+  await svc.settle();
 }
 
 /** Reads a JSON response and checks its status. */
