@@ -65,6 +65,25 @@ describe('the OpenAPI document', () => {
     expect(doc.paths['/targets'].post.responses['422']).toBeDefined();
   });
 
+  it('documents X-Cache on exactly the GET operations that answer with it', async () => {
+    const gets = Object.entries(doc.paths as Record<string, Record<string, any>>).filter(([, ops]) => ops.get);
+    const documented: string[] = [];
+    const answered: string[] = [];
+    for (const [path, ops] of gets) {
+      const header = ops.get.responses['200'].headers?.['X-Cache'];
+      if (header) {
+        expect(header.schema.enum).toEqual(['HIT', 'MISS', 'BYPASS']);
+        documented.push(path);
+      }
+      // Unknown parents answer 200 with an empty list or 404; either way the header tells.
+      const res = await svc.db(path.replace(/\{[^}]+\}/g, '00000000-0000-4000-8000-000000000000'));
+      await res.arrayBuffer();
+      if (res.headers.get('x-cache') !== null) answered.push(path);
+    }
+    expect(documented).toEqual(['/findings', '/sources/{source_id}/findings', '/issues/{issue_id}/findings', '/targets/{target_id}/findings']);
+    expect(answered).toEqual(documented);
+  });
+
   it('serves a readable page that renders the document', async () => {
     const res = await svc.db('/docs');
     expect(res.status).toBe(200);

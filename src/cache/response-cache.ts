@@ -15,7 +15,8 @@ import { keys, type RedisNames } from '../queue/redis.js';
  * not yet connected, slow — is a BYPASS: the answer is computed and nothing is cached.
  */
 
-export type CacheStatus = 'HIT' | 'MISS' | 'BYPASS';
+export const CACHE_STATUSES = ['HIT', 'MISS', 'BYPASS'] as const;
+export type CacheStatus = (typeof CACHE_STATUSES)[number];
 
 export interface CacheSettings {
   redis: Redis;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CACHE_STATUSES } from '../cache/response-cache.js';
 import { querySchema, type PageLimits } from '../filters/params.js';
 import { errorBodySchema } from '../http/schema.js';
 import { dbOperations, type Operation } from './operations.js';
@@ -44,12 +45,25 @@ const ERROR_TEXT: Record<number, string> = {
   503: 'Unavailable (store) or Queue Unavailable',
 };
 
+const X_CACHE = {
+  'X-Cache': {
+    description:
+      'HIT: answered from the Redis response cache; MISS: computed and stored; BYPASS: computed without the cache (Redis unavailable). ' +
+      'An entry is never older than the last committed batch or team association, and at most 60 s old.',
+    schema: { type: 'string', enum: [...CACHE_STATUSES] },
+  },
+};
+
 export function openApiDocument(limits: PageLimits, version = '0.1.0') {
   const paths: Record<string, Record<string, unknown>> = {};
   const error = { description: '', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
   for (const op of dbOperations) {
     const responses: Record<string, unknown> = {
-      [String(op.status ?? 200)]: { description: op.response.description ?? 'OK', content: { 'application/json': { schema: jsonSchema(op.response, 'output') } } },
+      [String(op.status ?? 200)]: {
+        description: op.response.description ?? 'OK',
+        ...(op.cached ? { headers: X_CACHE } : {}),
+        content: { 'application/json': { schema: jsonSchema(op.response, 'output') } },
+      },
     };
     for (const status of [...op.errors, 500]) responses[String(status)] = { ...error, description: ERROR_TEXT[status] ?? 'Internal Server Error' };
     (paths[op.path] ??= {})[op.method] = {

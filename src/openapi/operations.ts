@@ -39,6 +39,8 @@ export interface Operation {
   response: z.ZodType;
   /** Error statuses besides 500. */
   errors: number[];
+  /** Answered through the response cache (src/cache/response-cache.ts), which sets `X-Cache`. */
+  cached?: boolean;
 }
 
 const PAGE = ['page', 'size'] as const;
@@ -56,6 +58,11 @@ const list = (path: string, tag: string, summary: string, response: z.ZodType, p
   response,
   errors: [400, 404],
 });
+/** The findings lists (SPEC §6.2–§6.5), which all go through the response cache. */
+const findingList = (path: string, tag: string, summary: string): Operation => ({
+  ...list(path, tag, summary, findingListResponse, FINDING_LIST_PARAMS),
+  cached: true,
+});
 const one = (path: string, tag: string, summary: string, response: z.ZodType): Operation => ({ method: 'get', path, tag, summary, response, errors: [404] });
 const stat = (path: string, summary: string, response: z.ZodType, params: readonly FieldName[]): Operation => ({
   method: 'get',
@@ -68,19 +75,19 @@ const stat = (path: string, summary: string, response: z.ZodType, params: readon
 });
 
 export const dbOperations: Operation[] = [
-  list('/findings', 'findings', 'List findings (filters of SPEC §5.5)', findingListResponse, FINDING_LIST_PARAMS),
+  findingList('/findings', 'findings', 'List findings (filters of SPEC §5.5)'),
   one('/findings/{finding_id}', 'findings', 'One finding, evaluated now', findingResponse),
   list('/findings/{finding_id}/events', 'findings', "A finding's FOUND events, latest first", findingEventListResponse),
   one('/findings/{finding_id}/mttr', 'findings', "Mean time to remediate of the finding's closed periods, in days", entityMttrResponse),
 
   list('/sources', 'sources', 'List sources (check executions) by time', sourceListResponse),
   one('/sources/{source_id}', 'sources', 'One source', sourceResponse),
-  list('/sources/{source_id}/findings', 'sources', 'Findings the source reported', findingListResponse, FINDING_LIST_PARAMS),
+  findingList('/sources/{source_id}/findings', 'sources', 'Findings the source reported'),
   one('/sources/{source_id}/mttr', 'sources', "MTTR in days of the source's whole family (name, component, options)", entityMttrResponse),
 
   list('/issues', 'issues', 'List issues', issueListResponse),
   one('/issues/{issue_id}', 'issues', 'One issue', issueResponse),
-  list('/issues/{issue_id}/findings', 'issues', "The issue's findings", findingListResponse, FINDING_LIST_PARAMS),
+  findingList('/issues/{issue_id}/findings', 'issues', "The issue's findings"),
   list('/issues/{issue_id}/targets', 'issues', 'Targets with a finding of the issue', targetListResponse),
   one('/issues/{issue_id}/targets/{target_id}', 'issues', 'The finding of the issue on the target (latest detected)', findingResponse),
   one('/issues/{issue_id}/targets/{target_id}/resources/{resource}', 'issues', 'The finding for one affected resource', findingResponse),
@@ -98,7 +105,7 @@ export const dbOperations: Operation[] = [
     errors: [400, 415, 422],
   },
   one('/targets/{target_id}', 'targets', 'One target', targetResponse),
-  list('/targets/{target_id}/findings', 'targets', "The target's findings", findingListResponse, FINDING_LIST_PARAMS),
+  findingList('/targets/{target_id}/findings', 'targets', "The target's findings"),
   list('/targets/{target_id}/issues', 'targets', 'Issues found on the target', issueListResponse),
   one('/targets/{target_id}/issues/{issue_id}', 'targets', 'The finding of the issue on the target (latest detected)', findingResponse),
   one('/targets/{target_id}/issues/{issue_id}/resources/{resource}', 'targets', 'The finding for one affected resource', findingResponse),
