@@ -150,6 +150,11 @@ describe('/stats/issues (SPEC §7.3)', () => {
   it('validates atDate but otherwise ignores it', async () => {
     expect(await counts('atDate=2024-01-01')).toEqual(all());
   });
+
+  it('counts the same from the per-issue counters (no filter) as from the findings (a filter every finding passes)', async () => {
+    expect(await counts('minScore=0')).toEqual(all());
+    expect(await counts('minDate=2000-01-01')).toEqual(all());
+  });
 });
 
 describe('/stats/size (SPEC §7.9)', () => {

@@ -6,7 +6,7 @@ import { prepareReport } from '../src/ingest/prepare.js';
 import type { Store } from '../src/storage/gateway.js';
 import { freshStore } from './support/engine.js';
 import { report } from './support/reports.js';
-import { countsFromFindings, scoreMismatches, snapshot } from './support/snapshot.js';
+import { countsFromFindings, issueCountsFromFindings, scoreMismatches, snapshot } from './support/snapshot.js';
 
 // Three families: two share a check type but differ in options (SPEC §2.3), one is another check.
 const FAMILIES = [
@@ -100,6 +100,7 @@ describe('ingestion is independent of arrival order', () => {
         // The materialized counts agree with the findings they summarise.
         const fromFindings = await countsFromFindings(a);
         expect(sa.counts).toEqual(fromFindings.filter((c) => c.n !== 0));
+        expect(sa.issueCounts).toEqual(await issueCountsFromFindings(a));
         // Scores are the latest events' scores, however they were derived.
         expect(await scoreMismatches(a)).toEqual([]);
         expect(await scoreMismatches(b)).toEqual([]);

@@ -1,7 +1,7 @@
 import type { Paging } from '../filters/params.js';
 import { labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
 import { NEVER } from '../domain/time.js';
-import type { Issue } from '../issues/queries.js';
+import { issuesByIds, type Issue } from '../issues/queries.js';
 import type { Store } from '../storage/gateway.js';
 import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
 import type { StatFilters } from './filters.js';
@@ -17,6 +17,43 @@ export interface IssueStat extends Issue {
  * in [L, U).
  */
 export function issueStats(store: Store, f: StatFilters, page: Paging): Promise<PageOf<IssueStat>> {
+  const filtered = [f.minScore, f.maxScore, f.minDate, f.maxDateEnd].some((v) => v !== undefined);
+  return filtered ? filteredIssueStats(store, f, page) : currentIssueStats(store, page);
+}
+
+interface IssueCounts {
+  id: string;
+  open: number;
+  fixed: number;
+}
+
+/**
+ * Without filters every finding counts: the page and its total come from the per-issue counters
+ * (migration 0011, one row per issue), then the page's issues are looked up by id.
+ */
+async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<IssueStat>> {
+  const counts = await pagedQuery<IssueCounts>(
+    store,
+    {
+      select: 'issue_id AS id, open_n AS open, fixed_n AS fixed',
+      from: `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n FROM issue_finding_counts GROUP BY issue_id HAVING open_n + fixed_n > 0)`,
+      where: '',
+      orderBy: byId('issue_id'),
+      params: {},
+    },
+    page,
+  );
+  const issues = await issuesByIds(store, counts.rows.map((c) => c.id));
+  // Claims are written before findings (src/ingest), so every counted issue is stored.
+  const rows = counts.rows.flatMap((c) => {
+    const issue = issues.get(c.id);
+    return issue ? [{ ...issue, open: c.open, fixed: c.fixed }] : [];
+  });
+  return { rows, pagination: counts.pagination };
+}
+
+/** With scores or dates, the selected findings' latest versions are grouped by issue. */
+function filteredIssueStats(store: Store, f: StatFilters, page: Paging): Promise<PageOf<IssueStat>> {
   let sql = labelsAndScores({ minScore: f.minScore, maxScore: f.maxScore });
   if (f.minDate !== undefined || f.maxDateEnd !== undefined) {
     sql = merge(sql, {

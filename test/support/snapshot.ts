@@ -30,6 +30,11 @@ export async function snapshot(store: Store) {
      )
      WHERE n != 0 ORDER BY target, severity, status`,
   );
+  // The materialized counters per issue (migration 0011).
+  const issueCounts = await store.query<Record<string, unknown>>(
+    `SELECT toString(issue_id) AS issue, sum(open) AS open_n, sum(fixed) AS fixed_n
+     FROM issue_finding_counts GROUP BY issue_id HAVING open_n != 0 OR fixed_n != 0 ORDER BY issue`,
+  );
   const issues = await store.query<Record<string, unknown>>(
     `SELECT toString(id) AS id, summary, description, cwe_id, recommendations, reference_links, labels
      FROM issues_current ORDER BY id`,
@@ -40,7 +45,7 @@ export async function snapshot(store: Store) {
             (SELECT uniqExact(id) FROM finding_events) AS distinct_events,
             (SELECT count() FROM targets FINAL) AS targets`,
   );
-  return { findings, latest, counts, issues, sizes };
+  return { findings, latest, counts, issueCounts, issues, sizes };
 }
 
 /** Open/fixed counts recomputed from the latest finding versions (what the MV must equal). */
@@ -48,6 +53,14 @@ export async function countsFromFindings(store: Store) {
   return store.query<Record<string, unknown>>(
     `SELECT toString(target_id) AS target, toString(severity) AS severity, toString(status) AS status, count() AS n
      FROM findings FINAL GROUP BY target_id, severity, status ORDER BY target, severity, status`,
+  );
+}
+
+/** OPEN and FIXED findings per issue recomputed from the latest finding versions. */
+export async function issueCountsFromFindings(store: Store) {
+  return store.query<Record<string, unknown>>(
+    `SELECT toString(issue_id) AS issue, countIf(status = 'OPEN') AS open_n, countIf(status = 'FIXED') AS fixed_n
+     FROM findings FINAL GROUP BY issue_id ORDER BY issue`,
   );
 }
 
