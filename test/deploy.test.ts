@@ -85,8 +85,8 @@ function mountsOf(service: Obj): Mount[] {
 const interpolatedName = (value: string) => /^\$\{([A-Z0-9_]+)(?::?[-?][^}]*)?\}$/.exec(value)?.[1];
 
 describe('docker-compose.yml', () => {
-  it('gives every service an image or a build, and declares clickhouse, redis, api, worker and grafana', () => {
-    expect(Object.keys(services).sort()).toEqual(['api', 'clickhouse', 'grafana', 'redis', 'worker']);
+  it('gives every service an image or a build, and declares clickhouse, redis, migrate, api, worker and grafana', () => {
+    expect(Object.keys(services).sort()).toEqual(['api', 'clickhouse', 'grafana', 'migrate', 'redis', 'worker']);
     for (const [name, s] of Object.entries(services)) {
       expect(s.image ?? s.build, `service ${name} has neither image nor build`).toBeTruthy();
       if (s.image && !s.build) expect(s.image, `${name} pins its image tag`).toMatch(/:[\w.-]+$/);
@@ -98,6 +98,7 @@ describe('docker-compose.yml', () => {
     for (const [name, script] of [
       ['api', 'start:api'],
       ['worker', 'start:worker'],
+      ['migrate', 'migrate'],
     ] as const) {
       const s = services[name]!;
       const context = typeof s.build === 'string' ? s.build : s.build.context;
@@ -106,6 +107,7 @@ describe('docker-compose.yml', () => {
       expect(packageJson.scripts[script]).toBeTruthy();
     }
     expect(services.worker!.image).toBe(services.api!.image);
+    expect(services.migrate!.image).toBe(services.api!.image);
   });
 
   it('publishes the database API on 8080 and the metrics API on 8081, and nothing for the worker', () => {
@@ -121,7 +123,7 @@ describe('docker-compose.yml', () => {
   it('passes api and worker only variables the service reads (SPEC §10, src/config.ts)', () => {
     const configText = read('src/config.ts');
     for (const name of SERVICE_ENV) expect(configText, `${name} is not read by src/config.ts`).toMatch(new RegExp(`\\b${name}:`));
-    for (const name of ['api', 'worker']) {
+    for (const name of ['api', 'worker', 'migrate']) {
       const env = envOf(services[name]!);
       for (const key of Object.keys(env)) expect(SERVICE_ENV, `${name}: unknown variable ${key}`).toContain(key);
       for (const key of ['CLICKHOUSE_URL', 'CLICKHOUSE_DATABASE', 'CLICKHOUSE_USER', 'CLICKHOUSE_PASSWORD', 'REDIS_URL']) {
@@ -131,9 +133,9 @@ describe('docker-compose.yml', () => {
     expect(envOf(services.api!).JWT_SECRET).toBeTruthy();
   });
 
-  it('points api and worker at the clickhouse and redis services, with the credentials clickhouse is given', () => {
+  it('points api, worker and migrate at the clickhouse and redis services, with the credentials clickhouse is given', () => {
     const ch = envOf(services.clickhouse!);
-    for (const name of ['api', 'worker']) {
+    for (const name of ['api', 'worker', 'migrate']) {
       const env = envOf(services[name]!);
       const chUrl = new URL(env.CLICKHOUSE_URL!);
       expect(services[chUrl.hostname], `${name}: CLICKHOUSE_URL host`).toBeDefined();
@@ -175,9 +177,13 @@ describe('docker-compose.yml', () => {
         if (cond.condition === 'service_healthy') expect(services[dep]!.healthcheck, `${dep} needs a healthcheck`).toBeDefined();
       }
     }
+    // Migrations (and their backfills) run once, to completion, before api or worker starts.
     for (const name of ['api', 'worker']) {
-      expect(Object.keys(services[name]!.depends_on).sort()).toEqual(['clickhouse', 'redis']);
+      expect(Object.keys(services[name]!.depends_on).sort()).toEqual(['clickhouse', 'migrate', 'redis']);
+      expect(services[name]!.depends_on.migrate.condition).toBe('service_completed_successfully');
     }
+    expect(Object.keys(services.migrate!.depends_on).sort()).toEqual(['clickhouse', 'redis']);
+    expect(services.migrate!.restart).toBe('no');
   });
 
   it('gives the read-only grafana ClickHouse user the password that Grafana is given', () => {

@@ -75,7 +75,7 @@ export async function migrate(store: Store, log?: Logger, dir = SQL_DIR): Promis
     if (known !== undefined) {
       if (known !== m.checksum) {
         throw new MigrationError(
-          `migration ${m.version}_${m.name} changed after it was applied; add a new migration instead`,
+          `migration ${String(m.version).padStart(4, '0')}_${m.name}.sql changed after it was applied; add a new migration instead`,
         );
       }
       continue;
