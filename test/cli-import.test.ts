@@ -3,11 +3,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importDirect, importReports } from '../src/cli/import.js';
 import { ReportBatcher } from '../src/ingest/batcher.js';
 import { exclusiveOwner } from '../src/ingest/target-locks.js';
 import { silentLogger } from '../src/log.js';
+import { defaultRedisNames, keys } from '../src/queue/redis.js';
 import { freshStore, testDataDir } from './support/engine.js';
 import { report, V } from './support/reports.js';
 import { json, REDIS_URL, startTestService, type TestService } from './support/service.js';
@@ -62,14 +64,34 @@ describe('vulndb import --direct', () => {
     expect(size!.n).toBe(4);
   });
 
-  it('runs as a command with a summary and exit code 1 when reports were rejected', async () => {
-    const env = { ...process.env, DATA_DIR: path.join(testDataDir(), 'cli'), REDIS_URL, LOG_LEVEL: 'error' };
-    const run = promisify(execFile);
-    const bin = path.resolve('bin/vulndb.mjs');
+  const run = promisify(execFile);
+  const bin = path.resolve('bin/vulndb.mjs');
+  // A Redis database of its own, so the command's data version bump is visible and touches no one else's.
+  const redisUrl = `${REDIS_URL}/15`;
+  const redis = new Redis(redisUrl);
+  const version = async () => Number((await redis.get(keys.dataVersion(defaultRedisNames))) ?? 0);
+  afterAll(async () => {
+    await redis.del(keys.dataVersion(defaultRedisNames));
+    redis.disconnect();
+  });
+
+  it('runs as a command with a summary and exit code 1 when reports were rejected, and bumps the data version', async () => {
+    const env = { ...process.env, DATA_DIR: path.join(testDataDir(), 'cli'), REDIS_URL: redisUrl, LOG_LEVEL: 'error' };
+    const before = await version();
     const failed = await run(process.execPath, [bin, 'import', '--direct', '--json', path.join(dir, 'batch')], { env }).catch((e) => e);
     expect(failed.code).toBe(1);
     expect(JSON.parse(failed.stdout)).toMatchObject({ read: 6, ingested: 3, ignored: 1, rejected: 2 });
+    expect(await version()).toBe(before + 1);
     const ok = await run(process.execPath, [bin, 'import', '--direct', path.join(dir, 'single.json')], { env });
     expect(ok.stdout).toMatch(/^ingested 1, duplicates 0, ignored 0 \(status not FINISHED\), rejected 0 of 1 reports/);
+    expect(ok.stderr).not.toContain('warning');
+    expect(await version()).toBe(before + 2);
+  });
+
+  it('warns that cached answers may be stale when Redis does not answer', async () => {
+    const env = { ...process.env, DATA_DIR: path.join(testDataDir(), 'cli-no-redis'), REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'error' };
+    const ok = await run(process.execPath, [bin, 'import', '--direct', path.join(dir, 'single.json')], { env });
+    expect(ok.stdout).toMatch(/^ingested 1, /);
+    expect(ok.stderr).toContain('warning: Redis at redis://127.0.0.1:1 did not answer, so the data version was not bumped');
   });
 });

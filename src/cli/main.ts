@@ -150,8 +150,17 @@ async function directImport(inputs: string[], json: boolean) {
   const summary = await importDirect({ inputs, batcher, maxInFlight: 2 * cfg.ingest.batchSize, onProgress: (p) => progress.show(line(p)) });
   progress.show(line(summary), true);
   progress.end();
-  if (redisUp) await redis.incr(keys.dataVersion(defaultRedisNames)).catch(() => undefined); // cached metrics refresh
-  await redis.quit().catch(() => undefined);
+  // Answers cached before the import must not outlive it (src/cache/response-cache.ts).
+  const bumped = redisUp && (await redis.incr(keys.dataVersion(defaultRedisNames)).then(() => true, () => false));
+  if (!bumped && summary.ingested > 0) {
+    process.stderr.write(
+      `warning: Redis at ${cfg.redisUrl} did not answer, so the data version was not bumped: ` +
+        'answers the API cached before this import can be served for up to 10 minutes after it restarts\n',
+    );
+  }
+  // quit() waits for a connection that never comes when Redis is down, and keeps the process alive.
+  if (redisUp) await redis.quit().catch(() => undefined);
+  else redis.disconnect();
   await store.close();
   if (json) process.stdout.write(JSON.stringify(summary) + '\n');
   else {
