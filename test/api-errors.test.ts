@@ -320,6 +320,8 @@ describe('no input produces a 500', () => {
     '/stats/open?atDate=9999-12-31',
     '/stats/fixed?minDate=0001-01-01&maxDate=9999-12-31',
     '/stats/issues?minDate=9999-12-31',
+    '/stats/issues?page=100000000000000000000000',
+    '/stats/issues?page=4294967297&size=100',
     '/stats/mttr?minDate=0001-01-01&maxDate=9999-12-31',
     '/stats/exposure?atDate=9999-12-31',
     '/stats/exposure/current?atDate=0001-01-01',
