@@ -130,6 +130,9 @@ describe('/stats/issues (SPEC §7.3)', () => {
   });
 
   it('pages issues', async () => {
+    const full = await get(svc, '/stats/issues?size=2&page=2', issueStatsResponse);
+    expect(full.pagination).toEqual({ limit: 2, offset: 2, total: 5, more: true });
+    expect(full.issues.map((i) => i.id)).toEqual(all().slice(2, 4).map((i) => i.id));
     const { pagination, issues } = await get(svc, '/stats/issues?size=2&page=3', issueStatsResponse);
     expect(pagination).toEqual({ limit: 2, offset: 4, total: 5, more: false });
     expect(issues.map((i) => i.id)).toEqual(all().slice(4).map((i) => i.id));

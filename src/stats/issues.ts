@@ -29,7 +29,7 @@ interface IssueCounts {
 
 /**
  * Without filters every finding counts: the page and its total come from the per-issue counters
- * (migration 0011, one row per issue), then the page's issues are looked up by id.
+ * (migration 0011, one row per issue) in one statement, then the page's issues are looked up by id.
  */
 async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<IssueStat>> {
   const counts = await pagedQuery<IssueCounts>(
@@ -42,6 +42,7 @@ async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<Iss
       params: {},
     },
     page,
+    { totalInPage: true },
   );
   const issues = await issuesByIds(store, counts.rows.map((c) => c.id));
   // Claims are written before findings (src/ingest), so every counted issue is stored.

@@ -59,8 +59,26 @@ export async function pageTotal(store: Store, q: Pick<ListQuery, 'from' | 'where
   return total;
 }
 
-export async function pagedQuery<T>(store: Store, q: ListQuery, page: Paging): Promise<PageOf<T>> {
+/**
+ * `totalInPage`, for sets small enough to materialise (one row per issue, say): the page carries
+ * the total as a window count, one statement instead of two; an empty page is still counted.
+ */
+export async function pagedQuery<T>(store: Store, q: ListQuery, page: Paging, opts: { totalInPage?: boolean } = {}): Promise<PageOf<T>> {
   const offset = (page.page - 1) * page.size;
+  if (opts.totalInPage && offset < 2 ** 53) {
+    const rows = await store.query<T & { page_total: number }>(
+      `SELECT ${q.select}, count() OVER () AS page_total
+       FROM ${q.from}
+       ${q.where}
+       ORDER BY ${q.orderBy}
+       LIMIT {pageLimit:UInt32} OFFSET {pageOffset:UInt64}`,
+      { ...q.params, pageLimit: page.size, pageOffset: offset },
+    );
+    if (rows.length > 0) {
+      const total = rows[0]!.page_total;
+      return { rows: rows.map(({ page_total: _total, ...row }) => row as T), pagination: pagination(page, total) };
+    }
+  }
   // Offsets past any real total skip straight to the count (and keep the parameter in range).
   const rows =
     offset < 2 ** 53
