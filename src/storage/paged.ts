@@ -65,25 +65,11 @@ export async function pageTotal(store: Store, q: Pick<ListQuery, 'from' | 'where
  */
 export async function pagedQuery<T>(store: Store, q: ListQuery, page: Paging, opts: { totalInPage?: boolean } = {}): Promise<PageOf<T>> {
   const offset = (page.page - 1) * page.size;
-  if (opts.totalInPage && offset < 2 ** 53) {
-    const rows = await store.query<T & { page_total: number }>(
-      `SELECT ${q.select}, count() OVER () AS page_total
-       FROM ${q.from}
-       ${q.where}
-       ORDER BY ${q.orderBy}
-       LIMIT {pageLimit:UInt32} OFFSET {pageOffset:UInt64}`,
-      { ...q.params, pageLimit: page.size, pageOffset: offset },
-    );
-    if (rows.length > 0) {
-      const total = rows[0]!.page_total;
-      return { rows: rows.map(({ page_total: _total, ...row }) => row as T), pagination: pagination(page, total) };
-    }
-  }
   // Offsets past any real total skip straight to the count (and keep the parameter in range).
-  const rows =
+  const found =
     offset < 2 ** 53
-      ? await store.query<T>(
-          `SELECT ${q.select}
+      ? await store.query<T & { page_total?: number }>(
+          `SELECT ${q.select}${opts.totalInPage ? ', count() OVER () AS page_total' : ''}
            FROM ${q.from}
            ${q.where}
            ORDER BY ${q.orderBy}
@@ -91,5 +77,8 @@ export async function pagedQuery<T>(store: Store, q: ListQuery, page: Paging, op
           { ...q.params, pageLimit: page.size, pageOffset: offset },
         )
       : [];
-  return { rows, pagination: pagination(page, await pageTotal(store, q, page, rows.length)) };
+  if (!opts.totalInPage) return { rows: found, pagination: pagination(page, await pageTotal(store, q, page, found.length)) };
+  const rows = found.map(({ page_total: _total, ...row }) => row as T);
+  const total = found[0]?.page_total ?? (await pageTotal(store, q, page, 0));
+  return { rows, pagination: pagination(page, total) };
 }
