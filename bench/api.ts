@@ -18,7 +18,7 @@ import { createDbApi } from '../src/app.js';
 import { createLogger } from '../src/log.js';
 import { checksQueue } from '../src/queue/producer.js';
 import type { QueryParams, Store } from '../src/storage/gateway.js';
-import { exclusiveOwner } from '../src/ingest/target-locks.js';
+import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { LARGE_TEAM, openDataset, SCALES, type Scale } from './lib/dataset.js';
 
 const args = process.argv.slice(2);
@@ -125,7 +125,7 @@ for (const scale of scales) {
   await redis.ping(); // ready before the first request: an unconnected cache is a BYPASS
   const apiDeps = {
     store: rec.store,
-    locks: exclusiveOwner, // the benchmark posts no targets
+    locks: new ProcessLocks(), // the benchmark posts no targets
     queue: checksQueue(redis, { queuePrefix: 'bench-unused', keyPrefix: 'bench-unused' }),
     log: createLogger('warn'),
     maxReportBytes: 1 << 20,

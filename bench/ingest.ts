@@ -23,7 +23,7 @@ import { loadConfig } from '../src/config.js';
 import { directBatchesInFlight } from '../src/cli/import.js';
 import { eventRows } from '../src/ingest/rows.js';
 import { ReportBatcher } from '../src/ingest/batcher.js';
-import { exclusiveOwner } from '../src/ingest/target-locks.js';
+import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { prepareReport, type Prepared } from '../src/ingest/prepare.js';
 import { createLogger } from '../src/log.js';
 import { startService } from '../src/service.js';
@@ -85,7 +85,7 @@ if (MODE === 'queue') {
 } else {
   const batcher = new ReportBatcher({
     store: service.store,
-    locks: exclusiveOwner,
+    locks: new ProcessLocks(),
     batchSize: config.ingest.batchSize,
     waitMs: config.ingest.batchWaitMs,
     concurrency: directBatchesInFlight(config.ingest.concurrency),

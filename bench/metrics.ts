@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import autocannon from 'autocannon';
-import { exclusiveOwner } from '../src/ingest/target-locks.js';
+import { ProcessLocks } from '../src/ingest/target-locks.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: string) => {
@@ -117,7 +117,7 @@ const queue = checksQueue(redis, names);
 const apps = {
   cached: createMetricsApi({ store, log, keys: tokens, cache: { redis, names }, now }),
   uncached: createMetricsApi({ store, log, keys: tokens, now }),
-  database: createDbApi({ store, locks: exclusiveOwner, queue, log, maxReportBytes: 1 << 20, pageSizeDefault: 20, pageSizeMax: 100, now }),
+  database: createDbApi({ store, locks: new ProcessLocks(), queue, log, maxReportBytes: 1 << 20, pageSizeDefault: 20, pageSizeMax: 100, now }),
 };
 const servers: http.Server[] = [];
 async function serve(app: { callback(): http.RequestListener }): Promise<string> {

@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importDirect, importReports } from '../src/cli/import.js';
 import { ReportBatcher } from '../src/ingest/batcher.js';
-import { exclusiveOwner } from '../src/ingest/target-locks.js';
+import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { silentLogger } from '../src/log.js';
 import { defaultRedisNames, keys } from '../src/queue/redis.js';
 import { freshStore, testDataDir } from './support/engine.js';
@@ -54,7 +54,7 @@ describe('vulndb import (queued)', () => {
 describe('vulndb import --direct', () => {
   it('applies the reports in process and finds them duplicates the second time', async () => {
     const store = await freshStore();
-    const batcher = new ReportBatcher({ store, locks: exclusiveOwner, batchSize: 2, waitMs: 1, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
+    const batcher = new ReportBatcher({ store, locks: new ProcessLocks(), batchSize: 2, waitMs: 1, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
     const inputs = [path.join(dir, 'batch'), path.join(dir, 'single.json')];
     const first = await importDirect({ inputs, batcher, maxInFlight: 4 });
     expect(first).toMatchObject({ read: 7, ingested: 4, duplicates: 0, ignored: 1, rejected: 2 });

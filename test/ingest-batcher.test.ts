@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ReportBatcher } from '../src/ingest/batcher.js';
-import { exclusiveOwner } from '../src/ingest/target-locks.js';
+import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { silentLogger } from '../src/log.js';
 import { freshStore } from './support/engine.js';
-import { report, V } from './support/reports.js';
+import { report, V, worked } from './support/reports.js';
 
 const scan = (i: number) =>
   report({ check_id: `scan-${i}`, target: `t${i}.example.com`, end_time: '2024-01-01 10:00:00', vulnerabilities: [V] });
@@ -15,7 +15,7 @@ describe('the report batcher', () => {
     const sizes: number[] = [];
     const batcher = new ReportBatcher({
       store,
-      locks: exclusiveOwner,
+      locks: new ProcessLocks(),
       batchSize: 4,
       waitMs: 1,
       concurrency: 2,
@@ -33,6 +33,20 @@ describe('the report batcher', () => {
     expect(await Promise.all([first, second, third])).toEqual([{ outcome: 'ingested' }, { outcome: 'ingested' }, { outcome: 'ingested' }]);
     expect(sizes).toEqual([1, 2]);
 
+    await batcher.drain();
+  });
+
+  it('never derives reports of one target in two batches side by side (a process owning its store)', async () => {
+    const store = await freshStore();
+    const batcher = new ReportBatcher({ store, locks: new ProcessLocks(), batchSize: 1, waitMs: 1, concurrency: 2, maxEventAgeDays: 0, log: silentLogger });
+    // Two batches start together; r3, the clean scan after r1, must see r1's finding to fix it
+    // (with every lock granted to both batches, the finding stays OPEN).
+    const outcomes = await Promise.all([worked.r1, worked.r3].map((data) => batcher.submit({ data, attemptsStarted: 1 })));
+    expect(outcomes).toEqual([{ outcome: 'ingested' }, { outcome: 'ingested' }]);
+    const rows = await store.query<{ status: string; fixed: number[] }>(
+      'SELECT status, arrayMap(x -> toUInt32(x), fixed_at) AS fixed FROM findings FINAL',
+    );
+    expect(rows).toEqual([{ status: 'FIXED', fixed: [Date.parse('2024-01-03T10:00:00Z') / 1000] }]);
     await batcher.drain();
   });
 });

@@ -6,7 +6,7 @@ import net from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReportBatcher } from '../src/ingest/batcher.js';
-import { exclusiveOwner } from '../src/ingest/target-locks.js';
+import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { silentLogger } from '../src/log.js';
 import { worked } from './support/reports.js';
 import { bySeverity, fetchMetric, METRICS_SECRET, metricsToken } from './support/metrics.js';
@@ -84,7 +84,7 @@ function stop(child: ChildProcess): Promise<void> {
 async function startWithWorkedHistory(redisUrl: string): Promise<TestService> {
   const svc = await startTestService({ worker: false, now: () => NOW, env: { JWT_SECRET: SECRET, REDIS_URL: redisUrl } });
   await json(svc.postJson('/targets', { identifier: 'www.example.com', teams: [TEAM_A] }), 201);
-  const batcher = new ReportBatcher({ store: svc.store, locks: exclusiveOwner, batchSize: 10, waitMs: 5, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
+  const batcher = new ReportBatcher({ store: svc.store, locks: new ProcessLocks(), batchSize: 10, waitMs: 5, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
   for (const r of Object.values(worked)) expect(await batcher.submit({ data: r, attemptsStarted: 1 })).toEqual({ outcome: 'ingested' });
   await batcher.drain();
   return svc;

@@ -5,7 +5,7 @@ import { silentLogger } from '../src/log.js';
 import { checksQueue } from '../src/queue/producer.js';
 import { requestConnection } from '../src/queue/redis.js';
 import { freshStore } from './support/engine.js';
-import { exclusiveOwner } from '../src/ingest/target-locks.js';
+import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { json, REDIS_URL, startTestService, type TestService } from './support/service.js';
 
 /** METHOD /path with every path parameter written {x}, as the document writes them. */
@@ -30,7 +30,7 @@ describe('the OpenAPI document', () => {
     const redis = requestConnection(REDIS_URL);
     const app = createDbApi({
       store: await freshStore(),
-      locks: exclusiveOwner,
+      locks: new ProcessLocks(),
       queue: checksQueue(redis, { queuePrefix: 'unused', keyPrefix: 'unused' }),
       log: silentLogger,
       maxReportBytes: 1024,

@@ -4,7 +4,7 @@ import { seedDemo } from '../demo/seed.js';
 import { createLogger, type Logger } from '../log.js';
 import { checksQueue } from '../queue/producer.js';
 import { ReportBatcher } from '../ingest/batcher.js';
-import { exclusiveOwner, TargetLocks } from '../ingest/target-locks.js';
+import { ProcessLocks, TargetLocks } from '../ingest/target-locks.js';
 import { defaultRedisNames, keys, requestConnection, whenReady } from '../queue/redis.js';
 import { startService, type Service } from '../service.js';
 import { openStore } from '../storage/gateway.js';
@@ -134,7 +134,7 @@ async function directImport(inputs: string[], json: boolean) {
   }
   const batcher = new ReportBatcher({
     store,
-    locks: store.mode === 'embedded' ? exclusiveOwner : new TargetLocks(redis, defaultRedisNames),
+    locks: store.mode === 'embedded' ? new ProcessLocks() : new TargetLocks(redis, defaultRedisNames),
     batchSize: cfg.ingest.batchSize,
     waitMs: cfg.ingest.batchWaitMs,
     concurrency: directBatchesInFlight(cfg.ingest.concurrency),

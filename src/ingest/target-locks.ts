@@ -29,10 +29,25 @@ export interface Locks {
   acquire(targetIds: string[]): Promise<HeldLocks>;
 }
 
-/** For a process that owns the store alone (an embedded data folder is locked to one process). */
-export const exclusiveOwner: Locks = {
-  acquire: async (targetIds) => ({ acquired: new Set(targetIds), release: async () => {} }),
-};
+/**
+ * For a process that owns the store alone (an embedded data folder is locked to one process): no
+ * other process writes, but its own batches in flight must still not derive one target's reports
+ * side by side from the same stale state.
+ */
+export class ProcessLocks implements Locks {
+  private readonly held = new Set<string>();
+
+  async acquire(targetIds: string[]): Promise<HeldLocks> {
+    const acquired = new Set(targetIds.filter((id) => !this.held.has(id)));
+    for (const id of acquired) this.held.add(id);
+    return {
+      acquired,
+      release: async () => {
+        for (const id of acquired) this.held.delete(id);
+      },
+    };
+  }
+}
 
 export class TargetLocks implements Locks {
   constructor(
