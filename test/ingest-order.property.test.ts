@@ -6,7 +6,7 @@ import { prepareReport } from '../src/ingest/prepare.js';
 import type { Store } from '../src/storage/gateway.js';
 import { freshStore } from './support/engine.js';
 import { report } from './support/reports.js';
-import { countsFromFindings, issueCountsFromFindings, scoreMismatches, snapshot } from './support/snapshot.js';
+import { contextFromHistory, countsFromFindings, issueCountsFromFindings, scoreMismatches, snapshot, storedContext } from './support/snapshot.js';
 
 // Three families: two share a check type but differ in options (SPEC §2.3), one is another check.
 const FAMILIES = [
@@ -65,7 +65,7 @@ async function deliver(store: Store, batches: Record<string, unknown>[][]) {
 }
 
 describe('ingestion is independent of arrival order', () => {
-  it('gives the same periods, statuses, attributes and counts for any delivery order, batching and duplicates', async () => {
+  it('gives the same periods, statuses, attributes, counts and page context for any delivery order, batching and duplicates', async () => {
     await fc.assert(
       fc.asyncProperty(arbHistory, async (h) => {
         const raws = h.reports.map(toRaw);
@@ -104,6 +104,10 @@ describe('ingestion is independent of arrival order', () => {
         // Scores are the latest events' scores, however they were derived.
         expect(await scoreMismatches(a)).toEqual([]);
         expect(await scoreMismatches(b)).toEqual([]);
+        // What pages show besides the findings' rows (sql/0012) is what the history says.
+        const context = await storedContext(a);
+        expect(context).toEqual(await contextFromHistory(a));
+        expect(await storedContext(b)).toEqual(context);
         await a.close();
         await b.close();
       }),

@@ -6,14 +6,20 @@ import { ingestBatch } from '../src/ingest/batch.js';
 import { prepareReport } from '../src/ingest/prepare.js';
 import { openStore, type Store } from '../src/storage/gateway.js';
 import { migrate, MigrationError, SQL_DIR } from '../src/storage/migrate.js';
+import { copyAllToTeams } from '../src/targets/team-copies.js';
+import { targetId } from '../src/domain/ids.js';
 import { testStoreConfig } from './support/engine.js';
 import { report, V, worked } from './support/reports.js';
-import { issueCountsFromFindings, snapshot } from './support/snapshot.js';
+import { contextFromHistory, issueCountsFromFindings, snapshot, storedContext } from './support/snapshot.js';
 
 /**
  * The migration runner on a store that already holds data: a migration with a backfill (0011, the
- * per-issue counters) counts what was stored before it, keeps counting what comes after, and adds
- * nothing when it runs again because the ledger row after it was never written (a crash).
+ * per-issue counters; 0012, what findings pages show) derives what was stored before it, keeps
+ * deriving what comes after, and changes nothing when it runs again because the ledger row after
+ * it was never written (a crash).
+ *
+ * "Stored before" is simulated: the data is ingested by today's code, then what the migration
+ * under test creates is dropped with its ledger row, as if it had never run.
  */
 
 const dirs: string[] = [];
@@ -46,6 +52,26 @@ async function ingest(store: Store, raws: Record<string, unknown>[]) {
   await ingestBatch(store, reports, { now: 1_800_000_000 });
 }
 
+/** What each migration under test creates, dropped to take the store back to before it. */
+const CREATED: Record<number, string[]> = {
+  11: ['DROP VIEW findings_to_issue_counts', 'DROP TABLE issue_finding_counts'],
+  12: [
+    'DROP VIEW finding_events_to_latest',
+    'DROP VIEW finding_counts_to_totals',
+    'DROP VIEW team_finding_counts_to_totals',
+    'DROP TABLE finding_latest_events',
+    'DROP TABLE issue_objects',
+    'DROP TABLE target_objects',
+    'DROP TABLE finding_totals',
+    'ALTER TABLE finding_events DROP COLUMN became_latest',
+  ],
+};
+
+async function unapply(store: Store, version: number): Promise<void> {
+  for (const statement of CREATED[version]!) await store.command(statement);
+  await store.command(`DELETE FROM schema_migrations WHERE version = ${version}`);
+}
+
 const other = { summary: 'Exposed admin panel', description: 'Admin UI reachable', score: 9.1 };
 const before = [
   worked.r1,
@@ -62,8 +88,9 @@ const after = [
 describe('migrations on a store that holds data', () => {
   it('0011 counts the findings stored before it and those written after it', async () => {
     const store = await openEmpty();
-    expect(await migrate(store, undefined, migrationsUpTo(10))).toHaveLength(10);
+    await migrate(store);
     await ingest(store, before);
+    await unapply(store, 11);
     expect(await migrate(store)).toEqual([11]);
     const backfilled = (await snapshot(store)).issueCounts;
     expect(backfilled).toEqual(await issueCountsFromFindings(store));
@@ -86,6 +113,39 @@ describe('migrations on a store that holds data', () => {
     await store.command('DELETE FROM schema_migrations WHERE version = 11');
     expect(await migrate(store)).toEqual([11]);
     expect((await snapshot(store)).issueCounts).toEqual(counted);
+  });
+
+  it('0012 derives what pages show from the history stored before it and keeps it after', async () => {
+    const store = await openEmpty();
+    await migrate(store);
+    await ingest(store, before);
+    await store.insert('target_teams', [{ team: 'team-b', target_id: targetId('b.example.com'), associated_seq: 1 }]);
+    await copyAllToTeams(store);
+    await unapply(store, 12);
+    expect(await storedContext(store).catch(() => 'no tables')).toBe('no tables');
+
+    expect(await migrate(store)).toEqual([12]);
+    const backfilled = await storedContext(store);
+    expect(backfilled).toEqual(await contextFromHistory(store));
+    expect(backfilled.latest).toHaveLength(3); // V on www and on b, the admin panel on b
+    expect(backfilled.targets.find((t) => t.identifier === 'b.example.com')?.teams).toEqual(['team-b']);
+    expect(backfilled.totals).toEqual([
+      { scope: 'all', open_n: 2, fixed_n: 1 },
+      { scope: 'team:team-b', open_n: 2, fixed_n: 0 },
+    ]);
+
+    await ingest(store, after);
+    const kept = await storedContext(store);
+    expect(kept).toEqual(await contextFromHistory(store));
+    expect(kept.totals).toEqual([
+      { scope: 'all', open_n: 3, fixed_n: 1 },
+      { scope: 'team:team-b', open_n: 1, fixed_n: 1 },
+    ]);
+
+    // A crash after the backfills and before the ledger row: the whole migration runs again.
+    await store.command('DELETE FROM schema_migrations WHERE version = 12');
+    expect(await migrate(store)).toEqual([12]);
+    expect(await storedContext(store)).toEqual(kept);
   });
 
   it('refuses to start when a landed migration changed', async () => {

@@ -11,12 +11,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { directBatchesInFlight } from '../../src/cli/import.js';
 import { ReportBatcher } from '../../src/ingest/batcher.js';
-import { exclusiveOwner } from '../../src/ingest/target-locks.js';
+import { ProcessLocks } from '../../src/ingest/target-locks.js';
 import { createLogger } from '../../src/log.js';
 import { openStore, type Store } from '../../src/storage/gateway.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { targetId } from '../../src/domain/ids.js';
 import { copyAllToTeams } from '../../src/targets/team-copies.js';
+import { describeAllTargets } from '../../src/targets/queries.js';
 import { syntheticReports, targetName, teamName, teamOf } from './synthetic.js';
 
 export const SCALES = {
@@ -44,7 +45,7 @@ const log = createLogger('warn');
 
 async function build(store: Store, scale: Scale): Promise<void> {
   const { targets, scans } = SCALES[scale];
-  const batcher = new ReportBatcher({ store, locks: exclusiveOwner, batchSize: 4000, waitMs: 20, concurrency: directBatchesInFlight(1), maxEventAgeDays: 0, log });
+  const batcher = new ReportBatcher({ store, locks: new ProcessLocks(), batchSize: 4000, waitMs: 20, concurrency: directBatchesInFlight(1), maxEventAgeDays: 0, log });
   const started = performance.now();
   let sent = 0;
   const inFlight = new Set<Promise<unknown>>();
@@ -62,6 +63,7 @@ async function associateTeams(store: Store, targets: number): Promise<void> {
   await store.command('TRUNCATE TABLE target_teams');
   await store.command('TRUNCATE TABLE team_findings');
   await store.command('TRUNCATE TABLE team_finding_counts');
+  await store.command("DELETE FROM finding_totals WHERE scope != 'all'");
   const rows = Array.from({ length: targets }, (_, i) => ({
     team: teamName(teamOf(i, TEAMS)),
     target_id: targetId(targetName(i)),
@@ -69,6 +71,7 @@ async function associateTeams(store: Store, targets: number): Promise<void> {
   }));
   for (let i = 0; i < rows.length; i += 50_000) await store.insert('target_teams', rows.slice(i, i + 50_000));
   await copyAllToTeams(store);
+  await describeAllTargets(store);
 }
 
 /** Opens the dataset of a scale, building it first if its folder does not hold it yet. */

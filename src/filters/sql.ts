@@ -135,17 +135,24 @@ export function targetScope(s: Scope, column = 'target_id'): Sql {
 export interface ScopedRows {
   from: string;
   scope: Sql;
-  /** The scope's rows are stored in id order (SPEC §5.4), so a page by id reads only its own rows. */
-  idOrdered: boolean;
+  /**
+   * The same rows in id order (SPEC §5.4), read only as far as a page by id needs: where the scope's
+   * rows are stored in that order (a team's copy), its versions deduplicated as they are read. FINAL
+   * would read the whole scope to deduplicate first. Absent where rows are stored in another order.
+   */
+  inIdOrder?: string;
 }
 
 /**
  * Tables per target and their copies clustered by team (sql/0009_team_copies.sql); team_findings
- * is sorted by id within a team.
+ * is sorted by id within a team, versions of a finding next to each other.
  */
 const TEAM_COPIES = {
-  'findings FINAL': { from: 'team_findings FINAL', idOrdered: true },
-  finding_counts: { from: 'team_finding_counts', idOrdered: false },
+  'findings FINAL': {
+    from: 'team_findings FINAL',
+    inIdOrder: '(SELECT * FROM team_findings WHERE team = {scopeTeam:String} ORDER BY UUIDToNum(id), version DESC LIMIT 1 BY id)',
+  },
+  finding_counts: { from: 'team_finding_counts' },
 } as const;
 
 /**
@@ -155,7 +162,7 @@ const TEAM_COPIES = {
  * counts once.
  */
 function scopedRows(table: keyof typeof TEAM_COPIES, s: Scope): ScopedRows {
-  if (s.team === undefined) return { from: table, scope: targetScope(s), idOrdered: false };
+  if (s.team === undefined) return { from: table, scope: targetScope(s) };
   return {
     ...TEAM_COPIES[table],
     scope: merge({ where: ['team = {scopeTeam:String}'], params: { scopeTeam: s.team } }, targetScope({ ...s, team: undefined })),

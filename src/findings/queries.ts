@@ -1,9 +1,8 @@
 import type { FindingFilters, Paging } from '../filters/params.js';
 import { findingConditions, merge, whereClause, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
-import { issuesByIds, type Issue } from '../issues/queries.js';
+import type { Issue } from '../issues/queries.js';
 import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
-import { targetsByIds } from '../targets/queries.js';
 
 /** Reads of findings: the list of every findings endpoint, single findings, events, MTTR. */
 
@@ -19,8 +18,23 @@ export interface FindingRow {
   fixed: number[];
 }
 
-/** A finding with what its JSON shows of its issue and target (SPEC §6.1). */
+/** The current attributes of a finding: its latest FOUND event's payload and source (SPEC §3.5.6). */
+export interface LatestEvent {
+  details: string;
+  impact_details: string;
+  resources: string;
+  affected_resource_string: string;
+  source_id: string;
+  source_name: string;
+  component: string;
+  instance: string;
+  options: string;
+  source_epoch: number;
+}
+
+/** A finding with what its JSON shows of its latest event, issue and target (SPEC §6.1). */
 export interface FindingWithContext extends FindingRow {
+  latest: LatestEvent | undefined;
   issue: Issue;
   identifier: string;
   teams: string[];
@@ -64,15 +78,125 @@ const ORDER = {
   '-score': `score DESC, ${byId()}`,
 } as const;
 
+/** The same orders over a page's rows `f` joined with their context. */
+const CONTEXT_ORDER = {
+  id: byId('f.id'),
+  score: `f.score, ${byId('f.id')}`,
+  '-score': `f.score DESC, ${byId('f.id')}`,
+} as const;
+
 /** A finding's row as a page shows it, periods as epoch seconds. */
 const ROW_COLUMNS = `id, target_id, issue_id, affected_resource, status, score,
             arrayMap(x -> toUInt32(x), found_at) AS found, arrayMap(x -> toUInt32(x), fixed_at) AS fixed`;
 
 /**
- * A page of findings. Where the scope's rows are stored in id order (a team's copy) and the page
- * is by id, the page query reads the page's rows and nothing more. Otherwise in two steps: the
- * page's keys (only the sort and key columns are read for every matching finding), then those
- * findings' rows.
+ * What a page shows besides its rows, looked up by key in the tables of sql/0012 (direct joins:
+ * each row's keys are looked up, no hash table is built). A key without a value reads as empty.
+ */
+const CONTEXT_COLUMNS = `e.finding_id = f.id AS has_latest, e.details AS latest_details, e.impact_details AS latest_impact_details,
+       e.resources AS latest_resources, e.affected_resource_string AS latest_affected_resource_string,
+       e.source_id AS latest_source_id, e.source_name AS latest_source_name, e.component AS latest_component,
+       e.check_id AS latest_instance, e.options AS latest_options, toUInt32(e.time) AS latest_source_epoch,
+       i.summary AS issue_summary, i.cwe_id AS issue_cwe_id, i.description AS issue_description,
+       i.recommendations AS issue_recommendations, i.reference_links AS issue_reference_links, i.labels AS issue_labels,
+       t.identifier AS target_identifier, t.teams AS target_team_ids`;
+const CONTEXT_JOINS = `LEFT JOIN finding_latest_events AS e ON e.finding_id = f.id
+     LEFT JOIN issue_objects AS i ON i.id = f.issue_id
+     LEFT JOIN target_objects AS t ON t.id = f.target_id`;
+
+interface ContextRow extends FindingRow {
+  has_latest: number;
+  latest_details: string;
+  latest_impact_details: string;
+  latest_resources: string;
+  latest_affected_resource_string: string;
+  latest_source_id: string;
+  latest_source_name: string;
+  latest_component: string;
+  latest_instance: string;
+  latest_options: string;
+  latest_source_epoch: number;
+  issue_summary: string;
+  issue_cwe_id: number;
+  issue_description: string;
+  issue_recommendations: string[];
+  issue_reference_links: string[];
+  issue_labels: string[];
+  target_identifier: string;
+  target_team_ids: string[];
+}
+
+/**
+ * The rows selected by `rows` (a statement selecting ROW_COLUMNS) with their context, in one
+ * statement. (`f.*` would name ids `f.id`: the joined tables have ids too.)
+ */
+const withContextSql = (rows: string, order: keyof typeof CONTEXT_ORDER, extraColumns = '') =>
+  `SELECT f.id AS id, f.target_id AS target_id, f.issue_id AS issue_id, f.affected_resource AS affected_resource, f.status AS status,
+          f.score AS score, f.found AS found, f.fixed AS fixed, ${CONTEXT_COLUMNS}${extraColumns}
+   FROM (${rows}) AS f
+   ${CONTEXT_JOINS}
+   ORDER BY ${CONTEXT_ORDER[order]}
+   SETTINGS join_algorithm = 'direct'`;
+
+function withContext(r: ContextRow): FindingWithContext {
+  return {
+    id: r.id,
+    target_id: r.target_id,
+    issue_id: r.issue_id,
+    affected_resource: r.affected_resource,
+    status: r.status,
+    score: r.score,
+    found: r.found,
+    fixed: r.fixed,
+    latest: r.has_latest
+      ? {
+          details: r.latest_details,
+          impact_details: r.latest_impact_details,
+          resources: r.latest_resources,
+          affected_resource_string: r.latest_affected_resource_string,
+          source_id: r.latest_source_id,
+          source_name: r.latest_source_name,
+          component: r.latest_component,
+          instance: r.latest_instance,
+          options: r.latest_options,
+          source_epoch: r.latest_source_epoch,
+        }
+      : undefined,
+    issue: {
+      id: r.issue_id,
+      summary: r.issue_summary,
+      cwe_id: r.issue_cwe_id,
+      description: r.issue_description,
+      recommendations: r.issue_recommendations,
+      reference_links: r.issue_reference_links,
+      labels: r.issue_labels,
+    },
+    identifier: r.target_identifier,
+    teams: r.target_team_ids,
+  };
+}
+
+/**
+ * The total of a list that counts every finding of a team, or of the organisation, with a given
+ * status or any: a row of the counters' sums (sql/0012) instead of a count of the list.
+ */
+function totalFromCounters(base: FindingBase, f: FindingFilters): { sql: string; params: Record<string, unknown> } | undefined {
+  const narrowed =
+    Object.keys(base).length > 0 ||
+    [f.atDate, f.minDate, f.maxDateEnd, f.minScore, f.maxScore, f.identifier, f.teams, f.identifiers, f.labels].some((v) => v !== undefined);
+  if (narrowed) return undefined;
+  const counted = f.status === 'OPEN' ? 'open' : f.status === 'FIXED' ? 'fixed' : 'open + fixed';
+  return {
+    sql: `(SELECT toUInt64(sum(${counted})) FROM finding_totals WHERE scope = {totalScope:String})`,
+    params: { totalScope: f.team !== undefined ? `team:${f.team}` : 'all' },
+  };
+}
+
+/**
+ * A page of findings with their context. Where the scope's rows can be read in id order (a team's
+ * copy) and the page is by id, one statement reads the page's rows, their context and, where the
+ * counters tell it, the total. Otherwise the page's keys come first (only the sort and key columns
+ * are read for every matching finding), then those findings' rows with their context.
  */
 export async function findingPage(
   store: Store,
@@ -83,17 +207,35 @@ export async function findingPage(
 ): Promise<PageOf<FindingWithContext>> {
   const selected = findingConditions(filters, now);
   const sql = merge(baseConditions(base), selected.scope);
-  if (selected.idOrdered && (filters.sortBy ?? 'id') === 'id') {
-    const rows = await pagedQuery<FindingRow>(
+  const order = filters.sortBy ?? 'id';
+  const total = totalFromCounters(base, filters);
+  if (selected.inIdOrder && order === 'id') {
+    const rows = await pagedQuery<ContextRow>(
       store,
-      { select: ROW_COLUMNS, from: selected.from, where: whereClause(sql), orderBy: ORDER.id, params: sql.params },
+      {
+        select: ROW_COLUMNS,
+        from: selected.inIdOrder,
+        where: whereClause(sql),
+        orderBy: '',
+        params: { ...sql.params, ...total?.params },
+        wrap: (pageSql) => withContextSql(pageSql, 'id', total ? `, ${total.sql} AS page_total` : ''),
+        ...(total ? { totalInPage: 'column' as const } : {}),
+        countFrom: selected.from,
+      },
       page,
     );
-    return { rows: await withContext(store, rows.rows), pagination: rows.pagination };
+    return { rows: rows.rows.map(withContext), pagination: rows.pagination };
   }
   const keys = await pagedQuery<FindingKey>(
     store,
-    { select: 'id, target_id', from: selected.from, where: whereClause(sql), orderBy: ORDER[filters.sortBy ?? 'id'], params: sql.params },
+    {
+      select: 'id, target_id',
+      from: selected.from,
+      where: whereClause(sql),
+      orderBy: ORDER[order],
+      params: { ...sql.params, ...total?.params },
+      ...(total ? { wrap: (pageSql: string) => `SELECT *, ${total.sql} AS page_total FROM (${pageSql})`, totalInPage: 'column' as const } : {}),
+    },
     page,
   );
   const rows = new Map((await findingsByKeys(store, keys.rows)).map((r) => [r.id, r]));
@@ -112,72 +254,19 @@ export async function findingKeys(store: Store, ids: string[]): Promise<FindingK
   return store.query<FindingKey>('SELECT DISTINCT id, target_id FROM findings WHERE id IN {ids:Array(UUID)}', { ids });
 }
 
-/**
- * Findings with their issue, target and teams. Each part is looked up by bound ids (a finding by
- * its primary key (target_id, id)); separate queries cost less here than one with joins.
- */
+/** Findings with their context, each found by its primary key (target_id, id); in id order. */
 export async function findingsByKeys(store: Store, keys: FindingKey[]): Promise<FindingWithContext[]> {
   if (keys.length === 0) return [];
-  const rows = await store.query<FindingRow>(
-    `SELECT ${ROW_COLUMNS}
-     FROM findings FINAL
-     WHERE target_id IN {targetIds:Array(UUID)} AND id IN {ids:Array(UUID)}
-     ORDER BY ${byId()}`,
+  const rows = await store.query<ContextRow>(
+    withContextSql(
+      `SELECT ${ROW_COLUMNS}
+       FROM findings FINAL
+       WHERE target_id IN {targetIds:Array(UUID)} AND id IN {ids:Array(UUID)}`,
+      'id',
+    ),
     { ids: keys.map((k) => k.id), targetIds: [...new Set(keys.map((k) => k.target_id))] },
   );
-  return withContext(store, rows);
-}
-
-/** Findings' rows with their issues, targets and teams. */
-async function withContext(store: Store, rows: FindingRow[]): Promise<FindingWithContext[]> {
-  if (rows.length === 0) return [];
-  const issues = await issuesByIds(store, [...new Set(rows.map((r) => r.issue_id))]);
-  const targets = await targetsByIds(store, [...new Set(rows.map((r) => r.target_id))]);
-  return rows.map((r) => {
-    const target = targets.get(r.target_id);
-    return {
-      ...r,
-      issue: issues.get(r.issue_id) ?? { id: r.issue_id, summary: '', cwe_id: 0, description: '', recommendations: [], reference_links: [], labels: [] },
-      identifier: target?.identifier ?? '',
-      teams: target?.teams ?? [],
-    };
-  });
-}
-
-/** The current attributes of findings: their latest FOUND event's payload and source (SPEC §3.5.6). */
-export interface LatestEvent {
-  finding: string;
-  details: string;
-  impact_details: string;
-  resources: string;
-  affected_resource_string: string;
-  source_id: string;
-  source_name: string;
-  component: string;
-  instance: string;
-  options: string;
-  source_epoch: number;
-  source_target: string;
-}
-
-export async function latestEvents(store: Store, findingIds: string[]): Promise<Map<string, LatestEvent>> {
-  if (findingIds.length === 0) return new Map();
-  const rows = await store.query<LatestEvent>(
-    `SELECT finding, e.1 AS details, e.2 AS impact_details, e.3 AS resources, e.4 AS affected_resource_string,
-            e.5 AS source_id, e.6 AS source_name, e.7 AS component, e.8 AS instance, e.9 AS options,
-            toUInt32(e.10) AS source_epoch, e.11 AS source_target
-     FROM
-     (
-         SELECT finding_id AS finding,
-                argMax((details, impact_details, resources, affected_resource_string,
-                        source_id, source_name, component, check_id, options, time, target_id), (time, check_id, pos)) AS e
-         FROM finding_events
-         WHERE finding_id IN {ids:Array(UUID)}
-         GROUP BY finding_id
-     )`,
-    { ids: findingIds },
-  );
-  return new Map(rows.map((r) => [r.finding, r]));
+  return rows.map(withContext);
 }
 
 /**

@@ -1,14 +1,13 @@
 import { formatInstant, wholeHours } from '../domain/time.js';
 import type { Issue } from '../issues/queries.js';
 import type { Source } from '../sources/queries.js';
-import type { Store } from '../storage/gateway.js';
 import type { Target } from '../targets/queries.js';
-import { latestEvents, type EventRow, type FindingRow, type FindingWithContext } from './queries.js';
+import type { EventRow, FindingRow, FindingWithContext } from './queries.js';
 
 /**
  * Finding objects (SPEC §6.1): state and exposures at the request's reference instant (SPEC §4.2),
  * current attributes and last source from the latest FOUND event, the issue, the target with its
- * teams. A page takes two queries after its ids: the findings with their context, their events.
+ * teams, all read with the finding (findingPage, findingsByKeys).
  */
 
 export interface Exposure {
@@ -60,12 +59,9 @@ const parseResources = (text: string | undefined): unknown[] => {
   return Array.isArray(value) ? value : [];
 };
 
-/** Renders findings read with findingsByIds (one more query: their latest FOUND events). */
-export async function renderFindings(store: Store, rows: FindingWithContext[], ref: { t: number; atDate: boolean }): Promise<Finding[]> {
-  if (rows.length === 0) return [];
-  const latest = await latestEvents(store, rows.map((r) => r.id));
+export function renderFindings(rows: FindingWithContext[], ref: { t: number; atDate: boolean }): Finding[] {
   return rows.map((row) => {
-    const event = latest.get(row.id);
+    const event = row.latest;
     const target: Target = { id: row.target_id, identifier: row.identifier, teams: row.teams };
     return {
       id: row.id,
@@ -85,7 +81,8 @@ export async function renderFindings(store: Store, rows: FindingWithContext[], r
         instance: event?.instance ?? '',
         options: event?.options ?? '',
         time: formatInstant(event?.source_epoch ?? 0),
-        target_id: event?.source_target ?? row.target_id,
+        // A source runs against its report's target, which is the finding's.
+        target_id: row.target_id,
       },
     };
   });

@@ -4,8 +4,9 @@ import { nextFindingRow, type FindingRow, type FindingState } from './finding-st
 import { extendPair, groupBy, groupPairs, rebuildPair, reportsFinding, type Pair } from './derive.js';
 import { compareRank, type DetectionRank, type NormalizedReport } from './normalize.js';
 import type { FamilySource } from './periods.js';
-import { eventRows, issueRows } from './rows.js';
+import { bestClaims, eventRows, issueObjectRows, issueRows, latestEventRow } from './rows.js';
 import * as q from './queries.js';
+import { teamsOf } from '../targets/queries.js';
 
 /**
  * Applies a batch of validated FINISHED reports (SPEC §3.4–§3.6): drops duplicates, loads the
@@ -19,7 +20,10 @@ import * as q from './queries.js';
  *
  * Writes go targets → issues → events → findings → sources. A source row marks its report as
  * ingested, so a crash before the last write leaves the report to be processed again; the retry
- * (recovery mode) rebuilds every pair from history and skips events already written.
+ * (recovery mode) rebuilds every pair from history and skips events already written. Each step
+ * also writes what pages show of its entities (sql/0012): target and issue objects after the rows
+ * they derive from, and the latest FOUND events within the events insert; a retry rewrites them
+ * all for the batch's targets, issues and findings.
  */
 
 export type WriteStep = 'targets' | 'issues' | 'events' | 'findings' | 'sources';
@@ -49,35 +53,45 @@ export class SimulatedCrash extends Error {
 const unique = <T>(xs: Iterable<T>) => [...new Set(xs)];
 
 /**
- * §3.5.6: a finding's score is its latest FOUND event's. When every family that ever detected a
- * finding is extended at its end by this batch and the finding's newest event here is later than
- * each of those families' latest stored source, it is later than all stored events; otherwise
- * (out-of-order reports, families left as they are, recovery, an event no later than another
- * family's stored one) the stored latest event is read and compared.
+ * §3.5.6: a finding's latest FOUND event gives its score and what its page shows. When every
+ * family that ever detected a finding is extended at its end by this batch and the finding's
+ * newest event here is later than each of those families' latest stored source, it is later than
+ * all stored events; otherwise (out-of-order reports, families left as they are, recovery, an
+ * event no later than another family's stored one) the stored latest event is read and compared.
+ * Sets each state's score and returns the findings whose latest event is now the batch's newest.
  */
-async function updateScores(
+async function applyLatestEvents(
   store: Store,
   states: Map<string, FindingState>,
   newest: Map<string, { rank: DetectionRank; score: number }>,
   pairs: Pair[],
-): Promise<void> {
+): Promise<Set<string>> {
   const fast = new Map(pairs.filter((p) => p.fast).map((p) => [q.pairKey(p.targetId, p.familyId), p.head ?? -1]));
+  const won = new Set<string>();
   const exact: string[] = [];
   for (const [id, latest] of newest) {
     const s = states.get(id)!;
     const families = [...(s.stored ? s.stored.familyPeriods.map((p) => p[0]) : []), ...s.familyPeriods.keys()];
     // Equal times are ordered by check id and position, which stored events may win.
     const provable = families.every((f) => latest.rank.time > (fast.get(q.pairKey(s.targetId, f)) ?? Infinity));
-    if (provable) s.score = latest.score;
-    else exact.push(id);
+    if (provable) {
+      s.score = latest.score;
+      won.add(id);
+    } else exact.push(id);
   }
-  if (exact.length === 0) return;
+  if (exact.length === 0) return won;
   const stored = await q.latestEvents(store, exact);
   for (const id of exact) {
     const mine = newest.get(id)!;
     const theirs = stored.get(id);
-    states.get(id)!.score = theirs && compareRank(theirs.rank, mine.rank) > 0 ? theirs.score : mine.score;
+    if (theirs && compareRank(theirs.rank, mine.rank) > 0) {
+      states.get(id)!.score = theirs.score;
+    } else {
+      states.get(id)!.score = mine.score;
+      won.add(id);
+    }
   }
+  return won;
 }
 
 export async function ingestBatch(store: Store, reports: NormalizedReport[], opts: BatchOptions = {}): Promise<BatchResult> {
@@ -156,7 +170,9 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
     }
   }
 
-  await updateScores(store, states, newest, pairs);
+  const latestWon = await applyLatestEvents(store, states, newest, pairs);
+  const becameLatest = (findingId: string, rank: DetectionRank) =>
+    latestWon.has(findingId) && compareRank(newest.get(findingId)!.rank, rank) === 0;
 
   const findingRows: FindingRow[] = [];
   for (const s of states.values()) {
@@ -172,22 +188,33 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
   await step('targets', async () => {
     const existing = await q.existingTargetIds(store, targets);
     const identifiers = new Map(fresh.map((r) => [r.targetId, r.identifier]));
-    const rows = [...identifiers]
-      .filter(([id]) => !existing.has(id))
-      .map(([id, identifier]) => ({ id, identifier, created_at: now }));
-    counts.targets = rows.length;
-    await store.insert('targets', rows);
+    const created = [...identifiers].filter(([id]) => !existing.has(id));
+    counts.targets = created.length;
+    await store.insert('targets', created.map(([id, identifier]) => ({ id, identifier, created_at: now })));
+    // A target's object has its teams: none for a target created here, unless associated before it
+    // was (team associations can precede a target's first report).
+    const described = recovery ? [...identifiers] : created;
+    if (described.length > 0) {
+      const teams = await teamsOf(store, described.map(([id]) => id));
+      await store.insert('target_objects', described.map(([id, identifier]) => ({ id, identifier, teams: teams.get(id) ?? [] })));
+    }
   });
   await step('issues', async () => {
-    const rows = issueRows(fresh, await q.issueClaimKeys(store, unique(fresh.flatMap((r) => r.issues.map((i) => i.issueId)))));
+    const best = bestClaims(fresh);
+    const stored = await q.issueWinners(store, [...best.keys()]);
+    const rows = issueRows(best, stored);
     counts.issues = rows.length;
     await store.insert('issue_claims', rows);
+    await store.insert('issue_objects', issueObjectRows(best, stored, recovery));
   });
   await step('events', async () => {
-    let rows = eventRows(fresh);
+    const all = eventRows(fresh, becameLatest);
+    let rows = all;
     if (recovery) {
       const existing = await q.existingEventIds(store, unique(rows.map((e) => e.finding_id)), rows.map((e) => e.id));
       rows = rows.filter((e) => !existing.has(e.id));
+      // A latest event written by the earlier attempt may not have reached finding_latest_events.
+      await store.insert('finding_latest_events', all.filter((e) => e.became_latest === 1 && existing.has(e.id)).map(latestEventRow));
     }
     counts.events = rows.length;
     await store.insert('finding_events', rows);

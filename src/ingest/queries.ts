@@ -30,13 +30,17 @@ export async function existingTargetIds(store: Store, ids: string[]): Promise<Se
   return new Set(rows.map((r) => r.id));
 }
 
-export interface IssueClaimKeys {
+/** An issue's winning claims as stored (SPEC §2.2): the earliest details, the latest labels. */
+export interface IssueWinners {
   detail: DetectionRank;
-  labels: DetectionRank | undefined;
+  details: { cweId: number; recommendations: string[]; referenceLinks: string[] };
+  /** Absent while no detection had labels. */
+  labelsRank: DetectionRank | undefined;
+  labels: string[];
 }
 
-/** The winning details and labels claims of each known issue. */
-export async function issueClaimKeys(store: Store, ids: string[]): Promise<Map<string, IssueClaimKeys>> {
+/** The winning claims of each known issue, with what they say. */
+export async function issueWinners(store: Store, ids: string[]): Promise<Map<string, IssueWinners>> {
   if (ids.length === 0) return new Map();
   const rows = await store.query<{
     id: string;
@@ -46,11 +50,16 @@ export async function issueClaimKeys(store: Store, ids: string[]): Promise<Map<s
     lt: number;
     lc: string;
     lp: number;
+    cwe: number;
+    recs: string[];
+    refs: string[];
+    lbl: string[];
   }>(
-    `SELECT issue AS id, toUInt32(d.1) AS dt, d.2 AS dc, d.3 AS dp, toUInt32(l.1) AS lt, l.2 AS lc, l.3 AS lp
+    `SELECT issue AS id, toUInt32(d.1) AS dt, d.2 AS dc, d.3 AS dp, toUInt32(l.1) AS lt, l.2 AS lc, l.3 AS lp,
+            w.1 AS cwe, w.2 AS recs, w.3 AS refs, wl AS lbl
      FROM
      (
-         SELECT id AS issue, min(detail_key) AS d, max(labels_key) AS l
+         SELECT id AS issue, min(detail_key) AS d, max(labels_key) AS l, argMinMerge(details) AS w, argMaxMerge(labels) AS wl
          FROM issues
          WHERE ${inUuids('id', 'ids', ids)}
          GROUP BY id
@@ -62,8 +71,10 @@ export async function issueClaimKeys(store: Store, ids: string[]): Promise<Map<s
       r.id,
       {
         detail: { time: r.dt, checkId: r.dc, pos: r.dp },
+        details: { cweId: r.cwe, recommendations: r.recs, referenceLinks: r.refs },
         // A key of (0, '', 0) is the "no labels" claim.
-        labels: r.lt > 0 || r.lc !== '' ? { time: r.lt, checkId: r.lc, pos: r.lp } : undefined,
+        labelsRank: r.lt > 0 || r.lc !== '' ? { time: r.lt, checkId: r.lc, pos: r.lp } : undefined,
+        labels: r.lbl,
       },
     ]),
   );

@@ -1,10 +1,10 @@
 import { eventId } from '../domain/ids.js';
 import { compareRank, type DetectionRank, type IssueClaim, type NormalizedReport } from './normalize.js';
-import type { IssueClaimKeys } from './queries.js';
+import type { IssueWinners } from './queries.js';
 
-/** The rows a batch appends for issues (claims) and FOUND events. */
+/** The rows a batch appends for issues (claims and objects) and FOUND events. */
 
-interface BestClaims {
+export interface BestClaims {
   claim: IssueClaim;
   detail: DetectionRank;
   details: IssueClaim['details'];
@@ -12,8 +12,8 @@ interface BestClaims {
   labels?: string[];
 }
 
-/** The issue claims of the batch that beat the stored ones (earliest details, latest labels). */
-export function issueRows(reports: NormalizedReport[], stored: Map<string, IssueClaimKeys>) {
+/** Each issue's earliest details claim and latest labels claim among the batch's reports. */
+export function bestClaims(reports: NormalizedReport[]): Map<string, BestClaims> {
   const best = new Map<string, BestClaims>();
   for (const r of reports) {
     for (const claim of r.issues) {
@@ -34,12 +34,19 @@ export function issueRows(reports: NormalizedReport[], stored: Map<string, Issue
       }
     }
   }
+  return best;
+}
+
+const improvesDetail = (b: BestClaims, known: IssueWinners | undefined) => !known || compareRank(b.detail, known.detail) < 0;
+const improvesLabels = (b: BestClaims, known: IssueWinners | undefined) =>
+  b.labelsRank !== undefined && (!known?.labelsRank || compareRank(b.labelsRank, known.labelsRank) > 0);
+
+/** The issue claims of the batch that beat the stored ones (earliest details, latest labels). */
+export function issueRows(best: Map<string, BestClaims>, stored: Map<string, IssueWinners>) {
   const rows = [];
   for (const [id, b] of best) {
     const known = stored.get(id);
-    const improvesDetail = !known || compareRank(b.detail, known.detail) < 0;
-    const improvesLabels = b.labelsRank !== undefined && (!known?.labels || compareRank(b.labelsRank, known.labels) > 0);
-    if (!improvesDetail && !improvesLabels) continue;
+    if (!improvesDetail(b, known) && !improvesLabels(b, known)) continue;
     rows.push({
       id,
       summary: b.claim.summary,
@@ -59,8 +66,40 @@ export function issueRows(reports: NormalizedReport[], stored: Map<string, Issue
   return rows;
 }
 
+/**
+ * The exposed form of each issue the batch's claims change (SPEC §2.2), merged from the stored
+ * winners and the batch's best claims; with `all`, of every issue of the batch (a retry, whose
+ * claims may be stored already while the objects are not).
+ */
+export function issueObjectRows(best: Map<string, BestClaims>, stored: Map<string, IssueWinners>, all: boolean) {
+  const rows = [];
+  for (const [id, b] of best) {
+    const known = stored.get(id);
+    const newDetail = improvesDetail(b, known);
+    const newLabels = improvesLabels(b, known);
+    if (!all && !newDetail && !newLabels) continue;
+    const details = newDetail || !known ? b.details : known.details;
+    rows.push({
+      id,
+      summary: b.claim.summary,
+      description: b.claim.description,
+      cwe_id: details.cweId,
+      recommendations: details.recommendations,
+      reference_links: details.referenceLinks,
+      labels: newLabels ? b.labels! : (known?.labels ?? []),
+    });
+  }
+  return rows;
+}
+
+/**
+ * Whether an event becomes its finding's latest FOUND event (SPEC §3.5.6), flagged on the event
+ * row: sql/0012 copies flagged rows into finding_latest_events.
+ */
+export type BecameLatest = (findingId: string, rank: DetectionRank) => boolean;
+
 /** FOUND event rows of the reports (also the ingest benchmark's raw insert baseline). */
-export function eventRows(reports: NormalizedReport[]) {
+export function eventRows(reports: NormalizedReport[], becameLatest: BecameLatest = () => false) {
   return reports.flatMap((r) =>
     r.detections.map((d) => ({
       id: eventId(d.findingId, r.sourceId),
@@ -80,7 +119,26 @@ export function eventRows(reports: NormalizedReport[]) {
       fingerprint: d.fingerprint,
       affected_resource_string: d.affectedResourceString,
       impact_details: d.impactDetails,
+      became_latest: becameLatest(d.findingId, { time: r.time, checkId: r.instance, pos: d.pos }) ? 1 : 0,
     })),
   );
 }
+
+export type EventRow = ReturnType<typeof eventRows>[number];
+
+/** A flagged event as its finding's row of finding_latest_events (what the view of sql/0012 copies). */
+export const latestEventRow = (e: EventRow) => ({
+  finding_id: e.finding_id,
+  time: e.time,
+  check_id: e.check_id,
+  pos: e.pos,
+  source_id: e.source_id,
+  source_name: e.source_name,
+  component: e.component,
+  options: e.options,
+  details: e.details,
+  impact_details: e.impact_details,
+  resources: e.resources,
+  affected_resource_string: e.affected_resource_string,
+});
 

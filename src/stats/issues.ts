@@ -40,9 +40,9 @@ async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<Iss
       where: '',
       orderBy: byId('issue_id'),
       params: {},
+      totalInPage: 'window',
     },
     page,
-    { totalInPage: true },
   );
   const issues = await issuesByIds(store, counts.rows.map((c) => c.id));
   // Claims are written before findings (src/ingest), so every counted issue is stored.

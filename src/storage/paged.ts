@@ -27,8 +27,22 @@ export interface ListQuery {
   /** FROM clause body, e.g. `findings FINAL`. */
   from: string;
   where: string;
+  /** Empty when `from` already yields its rows in the list's order. */
   orderBy: string;
   params: QueryParams;
+  /**
+   * Turns the page statement into the one that runs (joins its rows with more columns, say); it
+   * must keep the page's rows and order.
+   */
+  wrap?: (pageSql: string) => string;
+  /**
+   * Where the statement finds the total: `window`, a window count over the list (for sets small
+   * enough to materialise: one row per issue, say); `column`, a `page_total` column the wrapped
+   * statement adds. Without it, a count follows when the page does not tell.
+   */
+  totalInPage?: 'window' | 'column';
+  /** The FROM clause body a count reads, where `from` serves pages only. */
+  countFrom?: string;
 }
 
 export function pagination(page: Paging, total: number): Pagination {
@@ -49,35 +63,30 @@ export function emptyPage(page: Paging): Pagination {
 export const byId = (column = 'id') => `UUIDToNum(${column})`;
 
 /** The total for a page: known from a short page, counted otherwise. */
-export async function pageTotal(store: Store, q: Pick<ListQuery, 'from' | 'where' | 'params'>, page: Paging, returned: number): Promise<number> {
+export async function pageTotal(store: Store, q: Pick<ListQuery, 'from' | 'where' | 'params' | 'countFrom'>, page: Paging, returned: number): Promise<number> {
   const offset = (page.page - 1) * page.size;
   if (returned > 0 && returned < page.size) return offset + returned;
   if (returned === 0 && offset === 0) return 0;
-  const [row] = await store.query<{ n: number }>(`SELECT count() AS n FROM ${q.from} ${q.where}`, q.params);
+  const [row] = await store.query<{ n: number }>(`SELECT count() AS n FROM ${q.countFrom ?? q.from} ${q.where}`, q.params);
   const total = row?.n ?? 0;
   if (offset > total) throw dbErrors.pageNotFound();
   return total;
 }
 
-/**
- * `totalInPage`, for sets small enough to materialise (one row per issue, say): the page carries
- * the total as a window count, one statement instead of two; an empty page is still counted.
- */
-export async function pagedQuery<T>(store: Store, q: ListQuery, page: Paging, opts: { totalInPage?: boolean } = {}): Promise<PageOf<T>> {
+/** One page of a list with its total (see ListQuery.totalInPage); an empty page is still counted. */
+export async function pagedQuery<T>(store: Store, q: ListQuery, page: Paging): Promise<PageOf<T>> {
   const offset = (page.page - 1) * page.size;
+  const pageSql = `SELECT ${q.select}${q.totalInPage === 'window' ? ', count() OVER () AS page_total' : ''}
+           FROM ${q.from}
+           ${q.where}
+           ${q.orderBy ? `ORDER BY ${q.orderBy}` : ''}
+           LIMIT {pageLimit:UInt32} OFFSET {pageOffset:UInt64}`;
   // Offsets past any real total skip straight to the count (and keep the parameter in range).
   const found =
     offset < 2 ** 53
-      ? await store.query<T & { page_total?: number }>(
-          `SELECT ${q.select}${opts.totalInPage ? ', count() OVER () AS page_total' : ''}
-           FROM ${q.from}
-           ${q.where}
-           ORDER BY ${q.orderBy}
-           LIMIT {pageLimit:UInt32} OFFSET {pageOffset:UInt64}`,
-          { ...q.params, pageLimit: page.size, pageOffset: offset },
-        )
+      ? await store.query<T & { page_total?: number }>(q.wrap ? q.wrap(pageSql) : pageSql, { ...q.params, pageLimit: page.size, pageOffset: offset })
       : [];
-  if (!opts.totalInPage) return { rows: found, pagination: pagination(page, await pageTotal(store, q, page, found.length)) };
+  if (!q.totalInPage) return { rows: found, pagination: pagination(page, await pageTotal(store, q, page, found.length)) };
   const rows = found.map(({ page_total: _total, ...row }) => row as T);
   const total = found[0]?.page_total ?? (await pageTotal(store, q, page, 0));
   return { rows, pagination: pagination(page, total) };

@@ -14,16 +14,20 @@ export interface Target {
   teams: string[];
 }
 
-/** Each target's teams in association order (a pair written twice keeps its first position). */
-const TEAMS_OF = `SELECT target, arrayMap(x -> x.2, arraySort(groupArray((seq, team)))) AS teams
+/**
+ * Each target's teams in association order (a pair written twice keeps its first position): of
+ * the targets bound as `ids`, or of all.
+ */
+const teamsOfSql = (targets: 'ids' | 'all') => `SELECT target, arrayMap(x -> x.2, arraySort(groupArray((seq, team)))) AS teams
      FROM
      (
          SELECT target_id AS target, team, min(associated_seq) AS seq
          FROM target_teams
-         WHERE target_id IN {ids:Array(UUID)}
+         ${targets === 'ids' ? 'WHERE target_id IN {ids:Array(UUID)}' : ''}
          GROUP BY target_id, team
      )
      GROUP BY target`;
+const TEAMS_OF = teamsOfSql('ids');
 
 export async function teamsOf(store: Store, targetIds: string[]): Promise<Map<string, string[]>> {
   if (targetIds.length === 0) return new Map();
@@ -51,6 +55,20 @@ export async function targetsByIds(store: Store, ids: string[]): Promise<Map<str
   }
   for (const [id, target] of found) target.teams = teams.get(id) ?? [];
   return found;
+}
+
+/**
+ * Rewrites every target's object (sql/0012) from targets and target_teams: after associations
+ * written in bulk straight into target_teams by a process that owns the store alone (the
+ * benchmark datasets).
+ */
+export async function describeAllTargets(store: Store): Promise<void> {
+  await store.command(
+    `INSERT INTO target_objects
+     SELECT t.id, t.identifier, tt.teams
+     FROM targets AS t FINAL
+     LEFT JOIN (${teamsOfSql('all')}) AS tt ON tt.target = t.id`,
+  );
 }
 
 async function withTeams(store: Store, page: PageOf<{ id: string; identifier: string }>): Promise<PageOf<Target>> {
@@ -114,8 +132,10 @@ export async function associateTeams(store: Store, locks: Locks, identifier: str
       'target_teams',
       added.map((team) => ({ team, target_id: id, associated_seq: nextSeq() })),
     );
+    const target = { id, identifier, teams: [...(current?.teams ?? []), ...added] };
+    await store.insert('target_objects', [target]);
     if (current) await copyTargetToTeams(store, id, requested);
-    return { id, identifier, teams: [...(current?.teams ?? []), ...added] };
+    return target;
   } finally {
     await held?.release().catch((err: unknown) => log?.warn('releasing the target lock failed', { target: id, err }));
   }

@@ -74,3 +74,68 @@ export async function scoreMismatches(store: Store) {
      WHERE f.score != e.score`,
   );
 }
+
+/**
+ * What the tables of sql/0012 hold (what findings pages show besides their rows), in a stable
+ * order and in the shape contextFromHistory recomputes.
+ */
+export async function storedContext(store: Store) {
+  const latest = await store.query<Record<string, unknown>>(
+    `SELECT toString(finding_id) AS finding, toUInt32(time) AS t, check_id, pos, toString(source_id) AS source, source_name,
+            component, options, details, impact_details, resources, affected_resource_string
+     FROM finding_latest_events ORDER BY finding`,
+  );
+  const issues = await store.query<Record<string, unknown>>(
+    `SELECT toString(id) AS issue, summary, description, cwe_id, recommendations, reference_links, labels
+     FROM issue_objects ORDER BY issue`,
+  );
+  const targets = await store.query<Record<string, unknown>>(
+    'SELECT toString(id) AS target, identifier, teams FROM target_objects ORDER BY target',
+  );
+  const totals = await store.query<Record<string, unknown>>(
+    `SELECT scope, sum(open) AS open_n, sum(fixed) AS fixed_n FROM finding_totals
+     GROUP BY scope HAVING open_n != 0 OR fixed_n != 0 ORDER BY scope`,
+  );
+  return { latest, issues, targets, totals };
+}
+
+/** The same, recomputed from the history it derives from (events, claims, targets, findings). */
+export async function contextFromHistory(store: Store): Promise<Awaited<ReturnType<typeof storedContext>>> {
+  const latest = await store.query<Record<string, unknown>>(
+    `SELECT toString(finding_id) AS finding, toUInt32(e.1) AS t, e.2 AS check_id, e.3 AS pos, toString(e.4) AS source,
+            e.5 AS source_name, e.6 AS component, e.7 AS options, e.8 AS details, e.9 AS impact_details, e.10 AS resources,
+            e.11 AS affected_resource_string
+     FROM
+     (
+         SELECT finding_id,
+                argMax((time, check_id, pos, source_id, toString(source_name), toString(component), toString(options), details,
+                        impact_details, resources, affected_resource_string), (time, check_id, pos)) AS e
+         FROM finding_events GROUP BY finding_id
+     )
+     ORDER BY finding`,
+  );
+  const issues = await store.query<Record<string, unknown>>(
+    `SELECT toString(id) AS issue, summary, description, cwe_id, recommendations, reference_links, labels
+     FROM issues_current ORDER BY issue`,
+  );
+  const targets = await store.query<Record<string, unknown>>(
+    `SELECT toString(t.id) AS target, t.identifier AS identifier,
+            arrayMap(x -> x.2, arraySort(arrayFilter(x -> x.1 > 0, groupArray((a.seq, a.team))))) AS teams
+     FROM targets AS t FINAL
+     LEFT JOIN (SELECT target_id, team, min(associated_seq) AS seq FROM target_teams GROUP BY target_id, team) AS a ON a.target_id = t.id
+     GROUP BY t.id, t.identifier ORDER BY target`,
+  );
+  const totals = await store.query<Record<string, unknown>>(
+    `SELECT scope, countIf(status = 'OPEN') AS open_n, countIf(status = 'FIXED') AS fixed_n
+     FROM
+     (
+         SELECT 'all' AS scope, status FROM findings FINAL
+         UNION ALL
+         SELECT concat('team:', a.team) AS scope, f.status AS status
+         FROM findings AS f FINAL
+         INNER JOIN (SELECT DISTINCT team, target_id FROM target_teams) AS a ON a.target_id = f.target_id
+     )
+     GROUP BY scope HAVING open_n != 0 OR fixed_n != 0 ORDER BY scope`,
+  );
+  return { latest, issues, targets, totals };
+}
