@@ -137,10 +137,11 @@ export interface ScopedRows {
   scope: Sql;
   /**
    * The same rows in id order (SPEC §5.4), read only as far as a page by id needs: where the scope's
-   * rows are stored in that order (a team's copy), its versions deduplicated as they are read. FINAL
-   * would read the whole scope to deduplicate first. Absent where rows are stored in another order.
+   * rows are stored in that order (a team's copy), its versions deduplicated as they are read (FINAL
+   * would read the whole scope to deduplicate first), with the conditions left to apply to them.
+   * Absent where rows are stored in another order.
    */
-  inIdOrder?: string;
+  inIdOrder?: { from: string; scope: Sql };
 }
 
 /**
@@ -163,9 +164,13 @@ const TEAM_COPIES = {
  */
 function scopedRows(table: keyof typeof TEAM_COPIES, s: Scope): ScopedRows {
   if (s.team === undefined) return { from: table, scope: targetScope(s) };
+  const team: Sql = { where: ['team = {scopeTeam:String}'], params: { scopeTeam: s.team } };
+  const others = targetScope({ ...s, team: undefined });
+  const copy: { from: string; inIdOrder?: string } = TEAM_COPIES[table];
   return {
-    ...TEAM_COPIES[table],
-    scope: merge({ where: ['team = {scopeTeam:String}'], params: { scopeTeam: s.team } }, targetScope({ ...s, team: undefined })),
+    from: copy.from,
+    scope: merge(team, others),
+    ...(copy.inIdOrder ? { inIdOrder: { from: copy.inIdOrder, scope: merge({ where: [], params: team.params }, others) } } : {}),
   };
 }
 
@@ -203,5 +208,10 @@ export const whereClause = (sql: Sql) => (sql.where.length > 0 ? `WHERE ${sql.wh
 /** All of SPEC §5.5 for findings lists. */
 export function findingConditions(f: FindingFilters, now: number): ScopedRows {
   const rows = findingsIn(f);
-  return { ...rows, scope: merge(rows.scope, labelsAndScores(f), statusAndTime(f, now)) };
+  const filters = merge(labelsAndScores(f), statusAndTime(f, now));
+  return {
+    from: rows.from,
+    scope: merge(rows.scope, filters),
+    ...(rows.inIdOrder ? { inIdOrder: { from: rows.inIdOrder.from, scope: merge(rows.inIdOrder.scope, filters) } } : {}),
+  };
 }

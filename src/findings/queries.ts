@@ -127,6 +127,13 @@ interface ContextRow extends FindingRow {
 }
 
 /**
+ * Rows per block while a page is read: a page by id reads its scope in order only until the page is
+ * full, a block at a time, and the default block (65,409 rows) made that ten granules of team_findings
+ * for twenty rows (about 2 ms at 1M findings); one granule per block keeps full scans as fast.
+ */
+const PAGE_BLOCK_ROWS = 1024;
+
+/**
  * The rows selected by `rows` (a statement selecting ROW_COLUMNS) with their context, in one
  * statement. (`f.*` would name ids `f.id`: the joined tables have ids too.)
  */
@@ -136,7 +143,7 @@ const withContextSql = (rows: string, order: keyof typeof CONTEXT_ORDER, extraCo
    FROM (${rows}) AS f
    ${CONTEXT_JOINS}
    ORDER BY ${CONTEXT_ORDER[order]}
-   SETTINGS join_algorithm = 'direct'`;
+   SETTINGS join_algorithm = 'direct', max_block_size = ${PAGE_BLOCK_ROWS}`;
 
 function withContext(r: ContextRow): FindingWithContext {
   return {
@@ -210,17 +217,20 @@ export async function findingPage(
   const order = filters.sortBy ?? 'id';
   const total = totalFromCounters(base, filters);
   if (selected.inIdOrder && order === 'id') {
+    const ordered = merge(baseConditions(base), selected.inIdOrder.scope);
     const rows = await pagedQuery<ContextRow>(
       store,
       {
         select: ROW_COLUMNS,
-        from: selected.inIdOrder,
-        where: whereClause(sql),
+        from: selected.inIdOrder.from,
+        where: whereClause(ordered),
         orderBy: '',
-        params: { ...sql.params, ...total?.params },
+        params: { ...ordered.params, ...total?.params },
         wrap: (pageSql) => withContextSql(pageSql, 'id', total ? `, ${total.sql} AS page_total` : ''),
         ...(total ? { totalInPage: 'column' as const } : {}),
+        // A count reads the deduplicated scope, not its rows.
         countFrom: selected.from,
+        countWhere: whereClause(sql),
       },
       page,
     );

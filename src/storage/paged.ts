@@ -41,8 +41,9 @@ export interface ListQuery {
    * statement adds. Without it, a count follows when the page does not tell.
    */
   totalInPage?: 'window' | 'column';
-  /** The FROM clause body a count reads, where `from` serves pages only. */
+  /** The FROM clause body and conditions a count reads, where `from` serves pages only. */
   countFrom?: string;
+  countWhere?: string;
 }
 
 export function pagination(page: Paging, total: number): Pagination {
@@ -63,11 +64,16 @@ export function emptyPage(page: Paging): Pagination {
 export const byId = (column = 'id') => `UUIDToNum(${column})`;
 
 /** The total for a page: known from a short page, counted otherwise. */
-export async function pageTotal(store: Store, q: Pick<ListQuery, 'from' | 'where' | 'params' | 'countFrom'>, page: Paging, returned: number): Promise<number> {
+export async function pageTotal(
+  store: Store,
+  q: Pick<ListQuery, 'from' | 'where' | 'params' | 'countFrom' | 'countWhere'>,
+  page: Paging,
+  returned: number,
+): Promise<number> {
   const offset = (page.page - 1) * page.size;
   if (returned > 0 && returned < page.size) return offset + returned;
   if (returned === 0 && offset === 0) return 0;
-  const [row] = await store.query<{ n: number }>(`SELECT count() AS n FROM ${q.countFrom ?? q.from} ${q.where}`, q.params);
+  const [row] = await store.query<{ n: number }>(`SELECT count() AS n FROM ${q.countFrom ?? q.from} ${q.countWhere ?? q.where}`, q.params);
   const total = row?.n ?? 0;
   if (offset > total) throw dbErrors.pageNotFound();
   return total;
