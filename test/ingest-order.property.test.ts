@@ -6,7 +6,7 @@ import { prepareReport } from '../src/ingest/prepare.js';
 import type { Store } from '../src/storage/gateway.js';
 import { freshStore } from './support/engine.js';
 import { report } from './support/reports.js';
-import { contextFromHistory, countsFromFindings, issueCountsFromFindings, scoreMismatches, snapshot, storedContext } from './support/snapshot.js';
+import { contextFromHistory, countsFromFindings, eventIdMismatches, issueCountsFromFindings, scoreMismatches, snapshot, storedContext } from './support/snapshot.js';
 
 // Three families: two share a check type but differ in options (SPEC §2.3), one is another check.
 const FAMILIES = [
@@ -108,6 +108,8 @@ describe('ingestion is independent of arrival order', () => {
         const context = await storedContext(a);
         expect(context).toEqual(await contextFromHistory(a));
         expect(await storedContext(b)).toEqual(context);
+        // Event ids derived by the engine (sql/0013) are the worker's.
+        expect(await eventIdMismatches(b)).toEqual([]);
         await a.close();
         await b.close();
       }),

@@ -4,7 +4,8 @@ import { nextFindingRow, type FindingRow, type FindingState } from './finding-st
 import { extendPair, groupBy, groupPairs, rebuildPair, reportsFinding, type Pair } from './derive.js';
 import { compareRank, type DetectionRank, type NormalizedReport } from './normalize.js';
 import type { FamilySource } from './periods.js';
-import { bestClaims, eventRows, issueObjectRows, issueRows, latestEventRow } from './rows.js';
+import { bestClaims, detectionRows, eventRows, issueObjectRows, issueRows, latestEventRow } from './rows.js';
+import { eventId } from '../domain/ids.js';
 import * as q from './queries.js';
 import { teamsOf } from '../targets/queries.js';
 
@@ -208,16 +209,17 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
     await store.insert('issue_objects', issueObjectRows(best, stored, recovery));
   });
   await step('events', async () => {
-    const all = eventRows(fresh, becameLatest);
-    let rows = all;
+    let keep: ((findingId: string, sourceId: string) => boolean) | undefined;
     if (recovery) {
-      const existing = await q.existingEventIds(store, unique(rows.map((e) => e.finding_id)), rows.map((e) => e.id));
-      rows = rows.filter((e) => !existing.has(e.id));
+      const all = eventRows(fresh, becameLatest);
+      const existing = await q.existingEventIds(store, unique(all.map((e) => e.finding_id)), all.map((e) => e.id));
+      keep = (findingId, sourceId) => !existing.has(eventId(findingId, sourceId));
       // A latest event written by the earlier attempt may not have reached finding_latest_events.
       await store.insert('finding_latest_events', all.filter((e) => e.became_latest === 1 && existing.has(e.id)).map(latestEventRow));
     }
-    counts.events = rows.length;
-    await store.insert('finding_events', rows);
+    const rows = detectionRows(fresh, becameLatest, keep);
+    counts.events = rows.reduce((n, r) => n + r.finding_ids.length, 0);
+    await store.insert('report_detections', rows);
   });
   await step('findings', async () => {
     counts.findingVersions = findingRows.length;

@@ -98,7 +98,40 @@ export function issueObjectRows(best: Map<string, BestClaims>, stored: Map<strin
  */
 export type BecameLatest = (findingId: string, rank: DetectionRank) => boolean;
 
-/** FOUND event rows of the reports (also the ingest benchmark's raw insert baseline). */
+/**
+ * The reports' FOUND events as the worker writes them: a row per report with its detections as
+ * parallel arrays, which sql/0013 spreads into finding_events (deriving each event's id as
+ * eventId does). `keep` drops detections whose events are stored already (a retry).
+ */
+export function detectionRows(reports: NormalizedReport[], becameLatest: BecameLatest, keep: (findingId: string, sourceId: string) => boolean = () => true) {
+  const rows = [];
+  for (const r of reports) {
+    const detections = r.detections.filter((d) => keep(d.findingId, r.sourceId));
+    if (detections.length === 0) continue;
+    rows.push({
+      source_id: r.sourceId,
+      family_id: r.familyId,
+      target_id: r.targetId,
+      source_name: r.name,
+      component: r.component,
+      options: r.options,
+      time: r.time,
+      check_id: r.instance,
+      finding_ids: detections.map((d) => d.findingId),
+      positions: detections.map((d) => d.pos),
+      scores: detections.map((d) => d.score),
+      details: detections.map((d) => d.details),
+      resources: detections.map((d) => d.resources),
+      fingerprints: detections.map((d) => d.fingerprint),
+      affected_resource_strings: detections.map((d) => d.affectedResourceString),
+      impact_details: detections.map((d) => d.impactDetails),
+      became_latest: detections.map((d) => (becameLatest(d.findingId, { time: r.time, checkId: r.instance, pos: d.pos }) ? 1 : 0)),
+    });
+  }
+  return rows;
+}
+
+/** FOUND event rows of the reports, one per event with its id (recovery, and the ingest benchmark's raw insert baseline). */
 export function eventRows(reports: NormalizedReport[], becameLatest: BecameLatest = () => false) {
   return reports.flatMap((r) =>
     r.detections.map((d) => ({

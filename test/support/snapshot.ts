@@ -1,3 +1,4 @@
+import { eventId } from '../../src/domain/ids.js';
 import type { Store } from '../../src/storage/gateway.js';
 
 /**
@@ -138,4 +139,10 @@ export async function contextFromHistory(store: Store): Promise<Awaited<ReturnTy
      GROUP BY scope HAVING open_n != 0 OR fixed_n != 0 ORDER BY scope`,
   );
   return { latest, issues, targets, totals };
+}
+
+/** Stored FOUND events whose id is not eventId(finding, source) (must be none: sql/0013 derives them). */
+export async function eventIdMismatches(store: Store) {
+  const rows = await store.query<{ id: string; finding_id: string; source_id: string }>('SELECT id, finding_id, source_id FROM finding_events');
+  return rows.filter((r) => r.id !== eventId(r.finding_id, r.source_id));
 }
