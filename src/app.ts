@@ -16,6 +16,7 @@ import { statsRoutes } from './stats/routes.js';
 import type { Store } from './storage/gateway.js';
 import type { Locks } from './ingest/target-locks.js';
 import { targetRoutes } from './targets/routes.js';
+import { TotalsRewriter } from './findings/totals.js';
 
 /** The database API (SPEC §5–§6): builds the Koa app from its dependencies; never listens. */
 
@@ -53,7 +54,14 @@ export function createDbApi(deps: DbApiDeps): Koa {
     findingRoutes(api),
     sourceRoutes(api),
     issueRoutes(api),
-    targetRoutes({ ...api, maxBodyBytes: deps.maxReportBytes, locks: deps.locks, log: deps.log, ...(deps.onTeamsChanged ? { onTeamsChanged: deps.onTeamsChanged } : {}) }),
+    targetRoutes({
+      ...api,
+      maxBodyBytes: deps.maxReportBytes,
+      locks: deps.locks,
+      log: deps.log,
+      totals: new TotalsRewriter(deps.store, deps.locks, deps.log),
+      ...(deps.onTeamsChanged ? { onTeamsChanged: deps.onTeamsChanged } : {}),
+    }),
     statsRoutes(api),
     healthRoutes({ store: deps.store }),
     docsRoutes(api),

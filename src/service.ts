@@ -124,6 +124,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       log: log.child({ component: 'worker' }),
     });
     log.info('ingest worker started', { queue: 'checks', batchSize: config.ingest.batchSize, concurrency: config.ingest.concurrency });
+    void batcher.rewriteTotals();
   }
 
   if (opts.api) {
@@ -174,7 +175,10 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       log.info('shutting down');
       await Promise.all(servers.map(closeServer));
       if (worker) await closeWorker(worker, log);
-      if (batcher) await batcher.drain();
+      if (batcher) {
+        await batcher.drain();
+        batcher.close();
+      }
       if (queue) await queue.close();
       await Promise.allSettled([redis.quit(), workerRedis?.quit()]);
       await store.close();

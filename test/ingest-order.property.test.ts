@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ingestBatch } from '../src/ingest/batch.js';
+import { rewriteTotals } from '../src/findings/totals.js';
+import { ProcessLocks } from '../src/ingest/target-locks.js';
 import type { NormalizedReport } from '../src/ingest/normalize.js';
 import { prepareReport } from '../src/ingest/prepare.js';
 import type { Store } from '../src/storage/gateway.js';
@@ -62,6 +64,8 @@ function normalize(raw: Record<string, unknown>): NormalizedReport {
 
 async function deliver(store: Store, batches: Record<string, unknown>[][]) {
   for (const batch of batches) await ingestBatch(store, batch.map(normalize), { now: 1_800_000_000 });
+  // What the batcher does after its batches (src/ingest/batcher.ts).
+  await rewriteTotals(store, new ProcessLocks());
 }
 
 describe('ingestion is independent of arrival order', () => {

@@ -3,6 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ingestBatch } from '../src/ingest/batch.js';
+import { rewriteTotals } from '../src/findings/totals.js';
+import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { prepareReport } from '../src/ingest/prepare.js';
 import { openStore, type Store } from '../src/storage/gateway.js';
 import { migrate, MigrationError, SQL_DIR } from '../src/storage/migrate.js';
@@ -50,6 +52,7 @@ async function ingest(store: Store, raws: Record<string, unknown>[]) {
     return p.report;
   });
   await ingestBatch(store, reports, { now: 1_800_000_000 });
+  await rewriteTotals(store, new ProcessLocks());
 }
 
 /** What each migration under test creates, dropped to take the store back to before it. */
@@ -121,6 +124,7 @@ describe('migrations on a store that holds data', () => {
     await ingest(store, before);
     await store.insert('target_teams', [{ team: 'team-b', target_id: targetId('b.example.com'), associated_seq: 1 }]);
     await copyAllToTeams(store);
+    await rewriteTotals(store, new ProcessLocks());
     await unapply(store, 12);
     expect(await storedContext(store).catch(() => 'no tables')).toBe('no tables');
 

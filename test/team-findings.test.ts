@@ -6,8 +6,9 @@ import { json, startTestService, type TestService } from './support/service.js';
 
 /**
  * The team-clustered copy of findings (sql/0009_team_copies.sql) that single-team reads use must
- * hold exactly one row per (team of the target, finding) with the finding's current state, however
- * ingestion and POST /targets interleave.
+ * hold exactly one row per (team of the target, finding) with the finding's current state, and the
+ * lists' totals kept by key (sql/0014) must be those of the findings, however ingestion and POST
+ * /targets interleave.
  */
 
 const TEAMS = ['a0000000-0000-4000-8000-00000000000a', 'b0000000-0000-4000-8000-00000000000b', 'c0000000-0000-4000-8000-00000000000c'];
@@ -47,9 +48,25 @@ async function copyAndTruth(svc: TestService): Promise<{ copy: string[]; truth: 
      FROM finding_counts INNER JOIN (SELECT DISTINCT team, target_id FROM target_teams) AS t USING (target_id)
      GROUP BY t.team, target_id ${nonZero} ORDER BY line`,
   );
+  // The lists' totals kept by key (sql/0014), against the findings of all and of each team.
+  const totals = await svc.store.query<{ line: string }>(
+    `SELECT concat('total ', scope, ' ', toString(open), ' ', toString(fixed)) AS line FROM finding_total_values
+     WHERE open + fixed > 0 ORDER BY line`,
+  );
+  const totalsTruth = await svc.store.query<{ line: string }>(
+    `SELECT concat('total ', scope, ' ', toString(countIf(status = 'OPEN')), ' ', toString(countIf(status = 'FIXED'))) AS line
+     FROM
+     (
+         SELECT 'all' AS scope, status FROM findings FINAL
+         UNION ALL
+         SELECT concat('team:', t.team) AS scope, f.status AS status
+         FROM findings AS f FINAL INNER JOIN (SELECT DISTINCT team, target_id FROM target_teams) AS t ON t.target_id = f.target_id
+     )
+     GROUP BY scope ORDER BY line`,
+  );
   return {
-    copy: [...copy.map((r) => r.line), ...copiedCounts.map((r) => r.line)],
-    truth: [...truth.map((r) => r.line), ...countsTruth.map((r) => r.line)],
+    copy: [...copy.map((r) => r.line), ...copiedCounts.map((r) => r.line), ...totals.map((r) => r.line)],
+    truth: [...truth.map((r) => r.line), ...countsTruth.map((r) => r.line), ...totalsTruth.map((r) => r.line)],
   };
 }
 
@@ -82,7 +99,8 @@ describe('team copies of findings and counters', () => {
     await svc.settle();
 
     const { copy, truth } = await copyAndTruth(svc);
-    expect(truth.length).toBe(TARGETS.length * TEAMS.length * (VULNS.length + 1));
+    // A copy of each finding and a counters row per (team, target); a total for all and each team.
+    expect(truth.length).toBe(TARGETS.length * TEAMS.length * (VULNS.length + 1) + 1 + TEAMS.length);
     expect(copy).toEqual(truth);
   });
 

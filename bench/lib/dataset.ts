@@ -18,6 +18,7 @@ import { migrate } from '../../src/storage/migrate.js';
 import { targetId } from '../../src/domain/ids.js';
 import { copyAllToTeams } from '../../src/targets/team-copies.js';
 import { describeAllTargets } from '../../src/targets/queries.js';
+import { rewriteTotals } from '../../src/findings/totals.js';
 import { syntheticReports, targetName, teamName, teamOf } from './synthetic.js';
 
 export const SCALES = {
@@ -72,6 +73,7 @@ async function associateTeams(store: Store, targets: number): Promise<void> {
   for (let i = 0; i < rows.length; i += 50_000) await store.insert('target_teams', rows.slice(i, i + 50_000));
   await copyAllToTeams(store);
   await describeAllTargets(store);
+  await rewriteTotals(store, new ProcessLocks());
 }
 
 /** Opens the dataset of a scale, building it first if its folder does not hold it yet. */

@@ -3,6 +3,7 @@ import { findingConditions, merge, whereClause, type Sql } from '../filters/sql.
 import type { Store } from '../storage/gateway.js';
 import type { Issue } from '../issues/queries.js';
 import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
+import { totalScope } from './totals.js';
 
 /** Reads of findings: the list of every findings endpoint, single findings, events, MTTR. */
 
@@ -137,11 +138,12 @@ const PAGE_BLOCK_ROWS = 1024;
  * The rows selected by `rows` (a statement selecting ROW_COLUMNS) with their context, in one
  * statement. (`f.*` would name ids `f.id`: the joined tables have ids too.)
  */
-const withContextSql = (rows: string, order: keyof typeof CONTEXT_ORDER, extraColumns = '') =>
+const withContextSql = (rows: string, order: keyof typeof CONTEXT_ORDER, extra?: { columns: string; joins: string }) =>
   `SELECT f.id AS id, f.target_id AS target_id, f.issue_id AS issue_id, f.affected_resource AS affected_resource, f.status AS status,
-          f.score AS score, f.found AS found, f.fixed AS fixed, ${CONTEXT_COLUMNS}${extraColumns}
+          f.score AS score, f.found AS found, f.fixed AS fixed, ${CONTEXT_COLUMNS}${extra?.columns ?? ''}
    FROM (${rows}) AS f
    ${CONTEXT_JOINS}
+   ${extra?.joins ?? ''}
    ORDER BY ${CONTEXT_ORDER[order]}
    SETTINGS join_algorithm = 'direct', max_block_size = ${PAGE_BLOCK_ROWS}`;
 
@@ -185,17 +187,17 @@ function withContext(r: ContextRow): FindingWithContext {
 
 /**
  * The total of a list that counts every finding of a team, or of the organisation, with a given
- * status or any: a row of the counters' sums (sql/0012) instead of a count of the list.
+ * status or any: the counters' sums kept by key (sql/0012, sql/0014, src/findings/totals.ts),
+ * joined with the page's rows, instead of a count of the list.
  */
-function totalFromCounters(base: FindingBase, f: FindingFilters): { sql: string; params: Record<string, unknown> } | undefined {
+function totalFromCounters(base: FindingBase, f: FindingFilters): { sum: (table: string) => string; params: Record<string, unknown> } | undefined {
   const narrowed =
     Object.keys(base).length > 0 ||
     [f.atDate, f.minDate, f.maxDateEnd, f.minScore, f.maxScore, f.identifier, f.teams, f.identifiers, f.labels].some((v) => v !== undefined);
   if (narrowed) return undefined;
-  const counted = f.status === 'OPEN' ? 'open' : f.status === 'FIXED' ? 'fixed' : 'open + fixed';
   return {
-    sql: `(SELECT toUInt64(sum(${counted})) FROM finding_totals WHERE scope = {totalScope:String})`,
-    params: { totalScope: f.team !== undefined ? `team:${f.team}` : 'all' },
+    sum: (t) => (f.status === 'OPEN' ? `${t}.open` : f.status === 'FIXED' ? `${t}.fixed` : `${t}.open + ${t}.fixed`),
+    params: { totalScope: totalScope(f.team) },
   };
 }
 
@@ -226,7 +228,12 @@ export async function findingPage(
         where: whereClause(ordered),
         orderBy: '',
         params: { ...ordered.params, ...total?.params },
-        wrap: (pageSql) => withContextSql(pageSql, 'id', total ? `, ${total.sql} AS page_total` : ''),
+        wrap: (pageSql) =>
+          withContextSql(
+            total ? `SELECT *, {totalScope:String} AS total_scope FROM (${pageSql})` : pageSql,
+            'id',
+            total ? { columns: `, ${total.sum('n')} AS page_total`, joins: 'LEFT JOIN finding_total_values AS n ON n.scope = f.total_scope' } : undefined,
+          ),
         ...(total ? { totalInPage: 'column' as const } : {}),
         // A count reads the deduplicated scope, not its rows.
         countFrom: selected.from,
@@ -244,7 +251,13 @@ export async function findingPage(
       where: whereClause(sql),
       orderBy: ORDER[order],
       params: { ...sql.params, ...total?.params },
-      ...(total ? { wrap: (pageSql: string) => `SELECT *, ${total.sql} AS page_total FROM (${pageSql})`, totalInPage: 'column' as const } : {}),
+      ...(total
+        ? {
+            wrap: (pageSql: string) =>
+              `SELECT *, (SELECT ${total.sum('n')} FROM finding_total_values AS n WHERE scope = {totalScope:String}) AS page_total FROM (${pageSql})`,
+            totalInPage: 'column' as const,
+          }
+        : {}),
     },
     page,
   );

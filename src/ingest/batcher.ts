@@ -5,6 +5,7 @@ import { ingestBatch, type BatchResult, type WriteStep } from './batch.js';
 import type { NormalizedReport } from './normalize.js';
 import { prepareReport } from './prepare.js';
 import type { Locks } from './target-locks.js';
+import { TotalsRewriter } from '../findings/totals.js';
 
 /**
  * Gathers queue jobs into batches: each job waits here until its report has been applied with a
@@ -61,8 +62,11 @@ export class ReportBatcher {
   private timer: NodeJS.Timeout | undefined;
   private running = 0;
   private idle: (() => void)[] = [];
+  private readonly totals: TotalsRewriter;
 
-  constructor(private readonly opts: BatcherOptions) {}
+  constructor(private readonly opts: BatcherOptions) {
+    this.totals = new TotalsRewriter(opts.store, opts.locks, opts.log);
+  }
 
   submit(job: JobLike): Promise<JobOutcome> {
     const prepared = prepareReport(job.data, { maxEventAgeDays: this.opts.maxEventAgeDays, now: nowSeconds() });
@@ -78,6 +82,16 @@ export class ReportBatcher {
       this.pending.push({ jobId: job.id, report: prepared.report, recovery: job.attemptsStarted > 1, resolve, reject });
       this.schedule(this.pending.length >= this.opts.batchSize ? 0 : this.opts.waitMs);
     });
+  }
+
+  /** Rewrites the findings lists' totals (at start: a process that died between a batch and its rewrite). */
+  rewriteTotals(): Promise<void> {
+    return this.totals.request();
+  }
+
+  /** Stops retrying a failed rewrite of the totals (the process is shutting down). */
+  close(): void {
+    this.totals.close();
   }
 
   /** Resolves once nothing is pending or in flight. */
@@ -142,6 +156,8 @@ export class ReportBatcher {
         ...result.counts,
         ms: Math.round(performance.now() - started),
       });
+      // The lists' totals first: answers cached after the data version bump must see them.
+      if (result.counts.findingVersions > 0) await this.totals.request();
       await this.opts.onCommitted?.(result).catch((err) => log.warn('post-commit hook failed', { err }));
       ready.forEach((e, i) => e.resolve({ outcome: result.outcomes[i]! }));
     } catch (err) {

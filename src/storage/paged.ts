@@ -94,6 +94,8 @@ export async function pagedQuery<T>(store: Store, q: ListQuery, page: Paging): P
       : [];
   if (!q.totalInPage) return { rows: found, pagination: pagination(page, await pageTotal(store, q, page, found.length)) };
   const rows = found.map(({ page_total: _total, ...row }) => row as T);
-  const total = found[0]?.page_total ?? (await pageTotal(store, q, page, 0));
+  const told = found[0]?.page_total;
+  // A total the page contradicts (one kept elsewhere, not yet rewritten after a change) is counted.
+  const total = told !== undefined && told >= offset + rows.length ? told : await pageTotal(store, q, page, told === undefined ? 0 : rows.length);
   return { rows, pagination: pagination(page, total) };
 }

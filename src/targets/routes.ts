@@ -13,9 +13,12 @@ import { describeIssues } from '../queue/contract.js';
 import { LockTimeout, type Locks } from '../ingest/target-locks.js';
 import type { Logger } from '../log.js';
 import { associateTeams, targetPage, targetsByIds } from './queries.js';
+import type { TotalsRewriter } from '../findings/totals.js';
 import { associateTeamsBody } from './schema.js';
 
-export function targetRoutes(api: ApiContext & { maxBodyBytes: number; locks: Locks; log: Logger; onTeamsChanged?: () => Promise<void> }): Router {
+export function targetRoutes(
+  api: ApiContext & { maxBodyBytes: number; locks: Locks; log: Logger; totals: TotalsRewriter; onTeamsChanged?: () => Promise<void> },
+): Router {
   const router = new Router();
 
   router.get('/targets', async (ctx) => {
@@ -71,6 +74,8 @@ export function targetRoutes(api: ApiContext & { maxBodyBytes: number; locks: Lo
       // Ingest held the target for longer than a POST should wait: the client may retry.
       throw err instanceof LockTimeout ? dbErrors.unavailable() : err;
     });
+    // A team's lists gained the target's findings: their totals first, then the cache's version.
+    await api.totals.request();
     await api.onTeamsChanged?.();
     ctx.status = 201;
     ctx.body = { target };

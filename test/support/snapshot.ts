@@ -97,7 +97,11 @@ export async function storedContext(store: Store) {
     `SELECT scope, sum(open) AS open_n, sum(fixed) AS fixed_n FROM finding_totals
      GROUP BY scope HAVING open_n != 0 OR fixed_n != 0 ORDER BY scope`,
   );
-  return { latest, issues, targets, totals };
+  // The same sums kept by key (sql/0014) as of their last rewrite (src/findings/totals.ts).
+  const totalValues = await store.query<Record<string, unknown>>(
+    'SELECT scope, open AS open_n, fixed AS fixed_n FROM finding_total_values WHERE open != 0 OR fixed != 0 ORDER BY scope',
+  );
+  return { latest, issues, targets, totals, totalValues };
 }
 
 /** The same, recomputed from the history it derives from (events, claims, targets, findings). */
@@ -138,7 +142,7 @@ export async function contextFromHistory(store: Store): Promise<Awaited<ReturnTy
      )
      GROUP BY scope HAVING open_n != 0 OR fixed_n != 0 ORDER BY scope`,
   );
-  return { latest, issues, targets, totals };
+  return { latest, issues, targets, totals, totalValues: totals };
 }
 
 /** Stored FOUND events whose id is not eventId(finding, source) (must be none: sql/0013 derives them). */
