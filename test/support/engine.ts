@@ -39,6 +39,19 @@ export async function freshStore(): Promise<Store> {
   return store;
 }
 
+/**
+ * Empties every table of a migrated store, keeping its schema (the ledger too): a fresh store for
+ * tests that need many, at a fifth of the cost of migrating a new database.
+ */
+export async function emptyStore(store: Store): Promise<void> {
+  const tables = await store.query<{ name: string }>(
+    `SELECT name FROM system.tables
+     WHERE database = {db:String} AND engine NOT IN ('MaterializedView', 'View', 'Null') AND name != 'schema_migrations'`,
+    { db: store.database },
+  );
+  for (const { name } of tables) await store.command(`TRUNCATE TABLE ${name}`);
+}
+
 afterAll(async () => {
   for (const s of opened.splice(0)) await s.close();
   if (dir) fs.rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
