@@ -67,14 +67,24 @@ async function applyLatestEvents(
   newest: Map<string, { rank: DetectionRank; score: number }>,
   pairs: Pair[],
 ): Promise<Set<string>> {
-  const fast = new Map(pairs.filter((p) => p.fast).map((p) => [q.pairKey(p.targetId, p.familyId), p.head ?? -1]));
+  // Per target, the head of each family extended at its end (-1: no stored source yet).
+  const fast = new Map<string, Map<string, number>>();
+  for (const p of pairs) {
+    if (!p.fast) continue;
+    let heads = fast.get(p.targetId);
+    if (!heads) fast.set(p.targetId, (heads = new Map()));
+    heads.set(p.familyId, p.head ?? -1);
+  }
   const won = new Set<string>();
   const exact: string[] = [];
   for (const [id, latest] of newest) {
     const s = states.get(id)!;
-    const families = [...(s.stored ? s.stored.familyPeriods.map((p) => p[0]) : []), ...s.familyPeriods.keys()];
+    const heads = fast.get(s.targetId);
     // Equal times are ordered by check id and position, which stored events may win.
-    const provable = families.every((f) => latest.rank.time > (fast.get(q.pairKey(s.targetId, f)) ?? Infinity));
+    const later = (family: string) => latest.rank.time > (heads?.get(family) ?? Infinity);
+    let provable = true;
+    for (const period of s.stored?.familyPeriods ?? []) if (provable && !later(period[0])) provable = false;
+    for (const family of s.familyPeriods.keys()) if (provable && !later(family)) provable = false;
     if (provable) {
       s.score = latest.score;
       won.add(id);

@@ -22,6 +22,12 @@ export interface Store {
   readonly mode: 'embedded' | 'server';
   readonly database: string;
   query<T>(sql: string, params?: QueryParams): Promise<T[]>;
+  /**
+   * Rows as arrays of field texts (TabSeparated, unescaped): for large results of plain fields,
+   * which cost a fraction of JSON rows to format, transfer and parse (80,000 findings of a batch:
+   * about 160 ms against 450).
+   */
+  queryFields(sql: string, params?: QueryParams): Promise<string[][]>;
   command(sql: string, params?: QueryParams): Promise<void>;
   insert(table: string, rows: readonly object[]): Promise<void>;
   ping(): Promise<boolean>;
@@ -68,6 +74,12 @@ function insertStatement(table: string, rows: readonly object[]): string {
   return `INSERT INTO ${table} (${columns.join(', ')}) FORMAT JSONColumns\n${JSON.stringify(data)}`;
 }
 
+const TSV_ESCAPES: Record<string, string> = { b: '\b', f: '\f', r: '\r', n: '\n', t: '\t', '0': '\0' };
+const unescapeField = (field: string) => (field.includes('\\') ? field.replace(/\\(.)/g, (_, c: string) => TSV_ESCAPES[c] ?? c) : field);
+
+/** A TabSeparated line as its unescaped fields. */
+const fieldsOf = (line: string) => line.split('\t').map(unescapeField);
+
 async function guard<T>(what: string, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
@@ -87,6 +99,15 @@ function wrap(client: ClickHouseClient, mode: Store['mode'], database: string): 
       guard('query', async () => {
         const rs = await client.query({ query: sql, query_params: params, format: 'JSONEachRow' });
         return rs.json<T>();
+      }),
+    queryFields: (sql, params) =>
+      guard('query', async () => {
+        const rs = await client.query({ query: sql, query_params: params, format: 'TabSeparated' });
+        // Line by line: the result set's text() decodes the whole answer with a TextDecoder, about
+        // ten times slower than decoding each line's bytes.
+        const rows: string[][] = [];
+        for await (const lines of rs.stream<unknown>()) for (const line of lines as { text: string }[]) rows.push(fieldsOf(line.text));
+        return rows;
       }),
     command: (sql, params) =>
       guard('command', async () => {
