@@ -79,13 +79,6 @@ const ORDER = {
   '-score': `score DESC, ${byId()}`,
 } as const;
 
-/** The same orders over a page's rows `f` joined with their context. */
-const CONTEXT_ORDER = {
-  id: byId('f.id'),
-  score: `f.score, ${byId('f.id')}`,
-  '-score': `f.score DESC, ${byId('f.id')}`,
-} as const;
-
 /** A finding's row as a page shows it, periods as epoch seconds. */
 const ROW_COLUMNS = `id, target_id, issue_id, affected_resource, status, score,
             arrayMap(x -> toUInt32(x), found_at) AS found, arrayMap(x -> toUInt32(x), fixed_at) AS fixed`;
@@ -136,15 +129,15 @@ const PAGE_BLOCK_ROWS = 1024;
 
 /**
  * The rows selected by `rows` (a statement selecting ROW_COLUMNS) with their context, in one
- * statement. (`f.*` would name ids `f.id`: the joined tables have ids too.)
+ * statement, in id order. (`f.*` would name ids `f.id`: the joined tables have ids too.)
  */
-const withContextSql = (rows: string, order: keyof typeof CONTEXT_ORDER, extra?: { columns: string; joins: string }) =>
+const withContextSql = (rows: string, extra?: { columns: string; joins: string }) =>
   `SELECT f.id AS id, f.target_id AS target_id, f.issue_id AS issue_id, f.affected_resource AS affected_resource, f.status AS status,
           f.score AS score, f.found AS found, f.fixed AS fixed, ${CONTEXT_COLUMNS}${extra?.columns ?? ''}
    FROM (${rows}) AS f
    ${CONTEXT_JOINS}
    ${extra?.joins ?? ''}
-   ORDER BY ${CONTEXT_ORDER[order]}
+   ORDER BY ${byId('f.id')}
    SETTINGS join_algorithm = 'direct', max_block_size = ${PAGE_BLOCK_ROWS}`;
 
 function withContext(r: ContextRow): FindingWithContext {
@@ -231,7 +224,6 @@ export async function findingPage(
         wrap: (pageSql) =>
           withContextSql(
             total ? `SELECT *, {totalScope:String} AS total_scope FROM (${pageSql})` : pageSql,
-            'id',
             total ? { columns: `, ${total.sum('n')} AS page_total`, joins: 'LEFT JOIN finding_total_values AS n ON n.scope = f.total_scope' } : undefined,
           ),
         ...(total ? { totalInPage: 'column' as const } : {}),
@@ -285,7 +277,6 @@ export async function findingsByKeys(store: Store, keys: FindingKey[]): Promise<
       `SELECT ${ROW_COLUMNS}
        FROM findings FINAL
        WHERE target_id IN {targetIds:Array(UUID)} AND id IN {ids:Array(UUID)}`,
-      'id',
     ),
     { ids: keys.map((k) => k.id), targetIds: [...new Set(keys.map((k) => k.target_id))] },
   );
