@@ -98,6 +98,18 @@ export function issueObjectRows(best: Map<string, BestClaims>, stored: Map<strin
  */
 export type BecameLatest = (findingId: string, rank: DetectionRank) => boolean;
 
+/** The columns a FOUND event takes from its report. */
+const sourceColumns = (r: NormalizedReport) => ({
+  source_id: r.sourceId,
+  family_id: r.familyId,
+  target_id: r.targetId,
+  source_name: r.name,
+  component: r.component,
+  options: r.options,
+  time: r.time,
+  check_id: r.instance,
+});
+
 /**
  * The reports' FOUND events as the worker writes them: a row per report with its detections as
  * parallel arrays, which sql/0013 spreads into finding_events (deriving each event's id as
@@ -109,14 +121,7 @@ export function detectionRows(reports: NormalizedReport[], becameLatest: BecameL
     const detections = r.detections.filter((d) => keep(d.findingId, r.sourceId));
     if (detections.length === 0) continue;
     rows.push({
-      source_id: r.sourceId,
-      family_id: r.familyId,
-      target_id: r.targetId,
-      source_name: r.name,
-      component: r.component,
-      options: r.options,
-      time: r.time,
-      check_id: r.instance,
+      ...sourceColumns(r),
       finding_ids: detections.map((d) => d.findingId),
       positions: detections.map((d) => d.pos),
       scores: detections.map((d) => d.score),
@@ -137,14 +142,7 @@ export function eventRows(reports: NormalizedReport[], becameLatest: BecameLates
     r.detections.map((d) => ({
       id: eventId(d.findingId, r.sourceId),
       finding_id: d.findingId,
-      source_id: r.sourceId,
-      family_id: r.familyId,
-      target_id: r.targetId,
-      source_name: r.name,
-      component: r.component,
-      options: r.options,
-      time: r.time,
-      check_id: r.instance,
+      ...sourceColumns(r),
       pos: d.pos,
       score: d.score,
       details: d.details,
