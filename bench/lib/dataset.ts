@@ -94,6 +94,11 @@ export async function openDataset(scale: Scale): Promise<{ dataset: Dataset; sto
     for (const table of ['findings', 'finding_events', 'finding_counts', 'finding_state_deltas', 'target_teams', 'team_findings', 'team_finding_counts', 'targets', 'issues', 'sources', 'family_heads']) {
       await store.command(`OPTIMIZE TABLE ${table} FINAL`);
     }
+    // Likewise the key-value tables of findings pages, which RocksDB compacts in the background
+    // after a build's millions of overwrites (finding_latest_events: one per detection).
+    for (const table of ['finding_latest_events', 'issue_objects', 'target_objects', 'finding_total_values']) {
+      await store.command(`OPTIMIZE TABLE ${table}`);
+    }
     const [counts] = await store.query<{ reports: number; findings: number; events: number }>(
       `SELECT (SELECT count() FROM sources) AS reports, (SELECT count() FROM findings FINAL) AS findings,
               (SELECT count() FROM finding_events) AS events`,
