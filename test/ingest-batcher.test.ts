@@ -49,4 +49,22 @@ describe('the report batcher', () => {
     expect(rows).toEqual([{ status: 'FIXED', fixed: [Date.parse('2024-01-03T10:00:00Z') / 1000] }]);
     await batcher.drain();
   });
+
+  it('writes an issue object only when what it shows changes, not for every later claim', async () => {
+    const store = await freshStore();
+    const written: number[] = [];
+    const counting = { ...store, insert: (table: string, rows: readonly object[]) => (table === 'issue_objects' && written.push(rows.length), store.insert(table, rows)) };
+    const batcher = new ReportBatcher({ store: counting, locks: new ProcessLocks(), batchSize: 1, waitMs: 1, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
+    const day = (d: number, labels: string[]) =>
+      batcher.submit({ data: report({ check_id: `scan-${d}`, end_time: `2024-01-0${d} 10:00:00`, vulnerabilities: [{ ...V, labels }] }), attemptsStarted: 1 });
+    await day(1, ['TLS']);
+    await day(2, ['TLS']); // a later labels claim that says the same
+    await day(3, ['TLS', 'pci']);
+    expect(written).toEqual([1, 0, 1]);
+    const objects = await store.query<{ labels: string[] }>('SELECT labels FROM issue_objects');
+    expect(objects).toEqual([{ labels: ['TLS', 'pci'] }]);
+    // The issue of record says the same.
+    expect(await store.query<{ labels: string[] }>('SELECT labels FROM issues_current')).toEqual(objects);
+    await batcher.drain();
+  });
 });

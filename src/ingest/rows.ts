@@ -79,6 +79,10 @@ export function issueObjectRows(best: Map<string, BestClaims>, stored: Map<strin
     const newLabels = improvesLabels(b, known);
     if (!all && !newDetail && !newLabels) continue;
     const details = newDetail || !known ? b.details : known.details;
+    const labels = newLabels ? b.labels! : (known?.labels ?? []);
+    // A later claim that says what the stored winners say leaves the object as it is: scans
+    // repeat their issues, and an empty insert is one statement less in the batch.
+    if (!all && known && showsTheSame(known, details, labels)) continue;
     rows.push({
       id,
       summary: b.claim.summary,
@@ -86,11 +90,20 @@ export function issueObjectRows(best: Map<string, BestClaims>, stored: Map<strin
       cwe_id: details.cweId,
       recommendations: details.recommendations,
       reference_links: details.referenceLinks,
-      labels: newLabels ? b.labels! : (known?.labels ?? []),
+      labels,
     });
   }
   return rows;
 }
+
+const sameStrings = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+/** Whether an object with these details and labels shows what the stored winners show (summary and description are the issue's identity). */
+const showsTheSame = (known: IssueWinners, details: IssueWinners['details'], labels: readonly string[]) =>
+  details.cweId === known.details.cweId &&
+  sameStrings(details.recommendations, known.details.recommendations) &&
+  sameStrings(details.referenceLinks, known.details.referenceLinks) &&
+  sameStrings(labels, known.labels);
 
 /**
  * Whether an event becomes its finding's latest FOUND event (SPEC §3.5.6), flagged on the event
