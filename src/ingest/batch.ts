@@ -5,7 +5,6 @@ import { extendPair, groupBy, groupPairs, rebuildPair, reportsFinding, type Pair
 import { compareRank, type DetectionRank, type NormalizedReport } from './normalize.js';
 import type { FamilySource } from './periods.js';
 import { bestClaims, detectionRows, eventRows, issueObjectRows, issueRows, latestEventRow } from './rows.js';
-import { eventId } from '../domain/ids.js';
 import * as q from './queries.js';
 import { teamsOf } from '../targets/queries.js';
 
@@ -223,9 +222,12 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
     if (recovery) {
       const all = eventRows(fresh, becameLatest);
       const existing = await q.existingEventIds(store, unique(all.map((e) => e.finding_id)), all.map((e) => e.id));
-      keep = (findingId, sourceId) => !existing.has(eventId(findingId, sourceId));
+      const written = all.filter((e) => existing.has(e.id));
+      // By the ids hashed above rather than hashing each detection's again.
+      const writtenKeys = new Set(written.map((e) => `${e.finding_id}/${e.source_id}`));
+      keep = (findingId, sourceId) => !writtenKeys.has(`${findingId}/${sourceId}`);
       // A latest event written by the earlier attempt may not have reached finding_latest_events.
-      await store.insert('finding_latest_events', all.filter((e) => e.became_latest === 1 && existing.has(e.id)).map(latestEventRow));
+      await store.insert('finding_latest_events', written.filter((e) => e.became_latest === 1).map(latestEventRow));
     }
     const rows = detectionRows(fresh, becameLatest, keep);
     counts.events = rows.reduce((n, r) => n + r.finding_ids.length, 0);
