@@ -3,7 +3,8 @@ import { ReportBatcher } from '../src/ingest/batcher.js';
 import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { silentLogger } from '../src/log.js';
 import { freshStore } from './support/engine.js';
-import { report, V, worked } from './support/reports.js';
+import { report, V, worked, type VulnSpec } from './support/reports.js';
+import { contextFromHistory, storedContext } from './support/snapshot.js';
 
 const scan = (i: number) =>
   report({ check_id: `scan-${i}`, target: `t${i}.example.com`, end_time: '2024-01-01 10:00:00', vulnerabilities: [V] });
@@ -65,6 +66,30 @@ describe('the report batcher', () => {
     expect(objects).toEqual([{ labels: ['TLS', 'pci'] }]);
     // The issue of record says the same.
     expect(await store.query<{ labels: string[] }>('SELECT labels FROM issues_current')).toEqual(objects);
+    await batcher.drain();
+  });
+
+  it('rewrites the lists\' totals after a batch that changes a status, and only then', async () => {
+    const store = await freshStore();
+    let rewrites = 0;
+    const counting = { ...store, command: (sql: string) => (sql.includes('INSERT INTO finding_total_values') && rewrites++, store.command(sql)) };
+    const batcher = new ReportBatcher({ store: counting, locks: new ProcessLocks(), batchSize: 1, waitMs: 1, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
+    const other = { summary: 'Exposed admin panel', score: 9.1 };
+    const day = (d: number, vulnerabilities: VulnSpec[]) =>
+      batcher.submit({ data: report({ check_id: `scan-${d}`, end_time: `2024-01-0${d} 10:00:00`, vulnerabilities }), attemptsStarted: 1 });
+    const totals = async () => {
+      const [stored, history] = [await storedContext(store), await contextFromHistory(store)];
+      expect(stored.totalValues).toEqual(history.totals);
+      return stored.totalValues;
+    };
+
+    await day(1, [V, other]); // two new OPEN findings
+    expect([rewrites, await totals()]).toEqual([1, [{ scope: 'all', open_n: 2, fixed_n: 0 }]]);
+    await day(2, [V]); // one of them fixed
+    expect([rewrites, await totals()]).toEqual([2, [{ scope: 'all', open_n: 1, fixed_n: 1 }]]);
+    await day(3, [{ ...V, score: 9.8 }]); // a new version (score and severity), its status unchanged
+    expect(await store.query('SELECT count() AS n FROM findings')).toEqual([{ n: 4 }]);
+    expect([rewrites, await totals()]).toEqual([2, [{ scope: 'all', open_n: 1, fixed_n: 1 }]]);
     await batcher.drain();
   });
 });

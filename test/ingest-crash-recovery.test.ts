@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { WriteStep } from '../src/ingest/batch.js';
 import { report, V, worked } from './support/reports.js';
 import { json, startTestService, type TestService } from './support/service.js';
-import { snapshot } from './support/snapshot.js';
+import { contextFromHistory, snapshot, storedContext } from './support/snapshot.js';
 
 const other = { summary: 'Exposed admin panel', description: 'Admin UI reachable', score: 9.1 };
 const first = [worked.r1, worked.r2, report({ check_id: 'b-1', target: 'b.example.com', end_time: '2024-01-01 12:00:00', vulnerabilities: [V, other] })];
@@ -45,6 +45,8 @@ describe('a batch that crashes between table writes', () => {
         const [expected, actual] = [await snapshot(clean.store), await snapshot(crashing.store)];
         expect(actual).toEqual(expected);
         expect(actual.sizes!.events).toBe(actual.sizes!.distinct_events);
+        // What pages show (latest events, objects, the lists' totals) caught up with the retry too.
+        expect(await storedContext(crashing.store)).toEqual(await contextFromHistory(crashing.store));
         expect((await json(crashing.db('/stats/size'))).size).toEqual((await json(clean.db('/stats/size'))).size);
       } finally {
         await clean.close();

@@ -40,7 +40,15 @@ export type ReportOutcome = 'ingested' | 'duplicate';
 
 export interface BatchResult {
   outcomes: ReportOutcome[];
-  counts: { reports: number; events: number; findingVersions: number; targets: number; issues: number };
+  counts: {
+    reports: number;
+    events: number;
+    findingVersions: number;
+    /** Finding versions whose status differs from the one they replace (new findings included). */
+    statusChanges: number;
+    targets: number;
+    issues: number;
+  };
 }
 
 export class SimulatedCrash extends Error {
@@ -118,7 +126,7 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
     fresh.push(r);
     return 'ingested';
   });
-  const counts = { reports: fresh.length, events: 0, findingVersions: 0, targets: 0, issues: 0 };
+  const counts = { reports: fresh.length, events: 0, findingVersions: 0, statusChanges: 0, targets: 0, issues: 0 };
   if (fresh.length === 0) return { outcomes, counts };
 
   const targets = unique(fresh.map((r) => r.targetId));
@@ -235,6 +243,7 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
   });
   await step('findings', async () => {
     counts.findingVersions = findingRows.length;
+    counts.statusChanges = findingRows.filter((r) => r.status !== r.prev_status).length;
     await store.insert('findings', findingRows);
   });
   await step('sources', async () => {

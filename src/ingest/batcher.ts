@@ -145,23 +145,24 @@ export class ReportBatcher {
       const started = performance.now();
       const fault = this.opts.faults && this.opts.faults.times > 0 ? this.opts.faults : undefined;
       if (fault) fault.times -= 1;
-      const result = await ingestBatch(
-        store,
-        ready.map((e) => e.report),
-        { recovery: ready.some((e) => e.recovery), ...(fault ? { crashAfter: fault.crashAfter } : {}) },
-      );
+      const recovery = ready.some((e) => e.recovery);
+      const result = await ingestBatch(store, ready.map((e) => e.report), { recovery, ...(fault ? { crashAfter: fault.crashAfter } : {}) });
       log.info('batch committed', {
         jobs: ready.length,
         duplicates: result.outcomes.filter((o) => o === 'duplicate').length,
         ...result.counts,
         ms: Math.round(performance.now() - started),
       });
-      // The lists' totals first: answers cached after the data version bump must see them.
-      if (result.counts.findingVersions > 0) await this.totals.request();
+      // The lists' totals first: answers cached after the data version bump must see them. Only
+      // a status change moves them (a severity change moves a finding within its status). A retry
+      // may find its findings written by the failed attempt, whose changes were never summed.
+      if (result.counts.statusChanges > 0 || recovery) await this.totals.request();
       await this.opts.onCommitted?.(result).catch((err) => log.warn('post-commit hook failed', { err }));
       ready.forEach((e, i) => e.resolve({ outcome: result.outcomes[i]! }));
     } catch (err) {
       log.warn('batch failed; its jobs will be retried', { jobs: ready.length, err });
+      // Its findings may be written: their totals must not wait for a retry that may never come.
+      void this.totals.request();
       for (const e of ready) e.reject(err);
     } finally {
       await held.release().catch((err) => log.warn('releasing target locks failed', { err }));
