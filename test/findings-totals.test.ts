@@ -4,6 +4,8 @@ import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { silentLogger } from '../src/log.js';
 import type { Store } from '../src/storage/gateway.js';
 import { freshStore } from './support/engine.js';
+import { report, V } from './support/reports.js';
+import { json, startTestService } from './support/service.js';
 
 /**
  * The rewriter of the findings lists' totals (src/findings/totals.ts): requests made while a
@@ -65,5 +67,24 @@ describe('the totals rewriter', () => {
     while ((await value(base)) !== 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(await value(base)).toBe(3);
     rewriter.close();
+  });
+
+  it('answers a page with the total its rows tell, not a kept total they contradict', async () => {
+    const svc = await startTestService();
+    try {
+      const other = { summary: 'Exposed admin panel', score: 9.1 };
+      await json(svc.postJson('/checks', report({ check_id: 'c-1', end_time: '2024-01-01 10:00:00', vulnerabilities: [V, other] })), 202);
+      await svc.settle();
+      const total = async (query: string) => (await json(svc.db(`/findings?${query}`))).pagination.total;
+      expect(await total('status=OPEN')).toBe(2);
+      // Kept totals not yet rewritten after a change: too high, then too low.
+      await svc.store.insert('finding_total_values', [{ scope: 'all', open: 5, fixed: 0 }]);
+      expect(await total('status=OPEN&size=10')).toBe(2); // a short page: exactly its rows
+      expect(await total('status=OPEN&size=2&page=2')).toBe(2); // an empty page past them: counted
+      await svc.store.insert('finding_total_values', [{ scope: 'all', open: 1, fixed: 0 }]);
+      expect(await total('status=OPEN&size=2')).toBe(2); // a full page, more rows than the total: counted
+    } finally {
+      await svc.close();
+    }
   });
 });

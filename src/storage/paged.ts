@@ -95,7 +95,9 @@ export async function pagedQuery<T>(store: Store, q: ListQuery, page: Paging): P
   if (!q.totalInPage) return { rows: found, pagination: pagination(page, await pageTotal(store, q, page, found.length)) };
   const rows = found.map(({ page_total: _total, ...row }) => row as T);
   const told = found[0]?.page_total;
-  // A total the page contradicts (one kept elsewhere, not yet rewritten after a change) is counted.
-  const total = told !== undefined && told >= offset + rows.length ? told : await pageTotal(store, q, page, told === undefined ? 0 : rows.length);
+  // A total the page contradicts (one kept elsewhere, not yet rewritten after a change) is not
+  // used: a full page needs at least its rows before it, a short one tells the total exactly.
+  const fits = told !== undefined && (rows.length === page.size ? told >= offset + rows.length : told === offset + rows.length);
+  const total = fits ? told : await pageTotal(store, q, page, told === undefined ? 0 : rows.length);
   return { rows, pagination: pagination(page, total) };
 }
