@@ -10,7 +10,8 @@
  *   direct the replay path of `vulndb import --direct`: each report is serialised and parsed as if
  *          read from JSON lines and handed to the same batcher, without the queue.
  * Next to it, the raw insert rate of the same FOUND event rows into the same engine (inserts of
- * 10,000 rows, built like the worker builds them) is measured in the same run.
+ * 10,000 rows, built like the worker builds them) is measured in the same run, and the CPU time the
+ * ingestion took: this process (worker and engine), Redis, and the producer (queue mode).
  * Results: bench/results/ingest-<mode>-<reports>.json and the console.
  */
 import { spawn } from 'node:child_process';
@@ -54,7 +55,7 @@ const id = randomUUID().slice(0, 8);
 const names = { queuePrefix: `bench-${id}`, keyPrefix: `bench-${id}` };
 
 console.log(`ingest benchmark (${MODE}): ${REPORTS} reports × ${VULNS_PER_REPORT} vulnerabilities, ${TARGETS} targets, batch ${config.ingest.batchSize}`);
-let produced: { sent: number; seconds: number; pausedSeconds: number } | undefined;
+let produced: { sent: number; seconds: number; pausedSeconds: number; cpuSeconds: number } | undefined;
 const produce = (maxPending: number) =>
   new Promise<void>((resolve) => {
     const producer = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/produce.ts', REDIS_URL, names.queuePrefix, String(TARGETS), String(SCANS), String(maxPending)], {
@@ -77,6 +78,17 @@ await service.store.insert(
   'target_teams',
   Array.from({ length: TARGETS }, (_, i) => ({ team: teamName(teamOf(i, TEAMS)), target_id: targetId(targetName(i)), associated_seq: i })),
 );
+
+// CPU used by this process (the worker, the engine's threads included) and by Redis, during
+// ingestion: what the run costs per report, against what the machine's cores allow.
+const redisCpu = async (redis: Redis) => {
+  const info = await redis.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return field('used_cpu_user') + field('used_cpu_sys');
+};
+const cpuRedis = new Redis(REDIS_URL);
+const redisCpuBefore = await redisCpu(cpuRedis);
+const cpuBefore = process.cpuUsage();
 
 // --- ingestion --------------------------------------------------------------------------------
 const started = performance.now();
@@ -113,6 +125,15 @@ for (;;) {
   if (committed >= REPORTS) break;
 }
 const seconds = samples[samples.length - 1]!.t;
+const workerCpu = process.cpuUsage(cpuBefore);
+const cpu = {
+  workerSeconds: +((workerCpu.user + workerCpu.system) / 1e6).toFixed(1),
+  redisSeconds: +((await redisCpu(cpuRedis)) - redisCpuBefore).toFixed(1),
+  // The producer's whole run (mostly inside the ingestion's; absent in direct mode).
+  producerSeconds: produced && !PREFILL ? +produced.cpuSeconds.toFixed(1) : 0,
+};
+cpuRedis.disconnect();
+const cpuSeconds = cpu.workerSeconds + cpu.redisSeconds + cpu.producerSeconds;
 const windows = samples
   .slice(5)
   .map((s, i, a) => (i >= 10 ? (s.committed - a[i - 10]!.committed) / (s.t - a[i - 10]!.t) : undefined))
@@ -152,6 +173,12 @@ const result = {
       min10s: Math.round(windows[0] ?? 0),
     },
     producer: produced,
+  },
+  cpu: {
+    ...cpu,
+    msPerReport: +((cpuSeconds * 1000) / REPORTS).toFixed(2),
+    coresBusy: +(cpuSeconds / seconds).toFixed(2),
+    cores: os.cpus().length,
   },
   stored: { reports: REPORTS, findings, events },
   rawInsert: { rows: sample.length, seconds: +rawSeconds.toFixed(2), eventsPerSecond: Math.round(sample.length / rawSeconds) },

@@ -1,7 +1,7 @@
 /**
  * Benchmark producer, run as a child process (like a scanner or `vulndb import`): enqueues a
  * synthetic history on the checks queue in bulk, pausing while more than 20k jobs are pending.
- * Prints one JSON line when done.
+ * Prints one JSON line when done (with the CPU time this process used).
  */
 import { checksQueue, enqueueReports } from '../../src/queue/producer.js';
 import { requestConnection, whenReady } from '../../src/queue/redis.js';
@@ -33,6 +33,7 @@ for (const report of syntheticReports({ targets: Number(targets), scans: Number(
 await enqueueReports(queue, chunk);
 sent += chunk.length;
 const seconds = (performance.now() - started) / 1000;
-process.stdout.write(JSON.stringify({ sent, seconds, pausedSeconds: pausedMs / 1000 }) + '\n');
+const cpu = process.cpuUsage();
+process.stdout.write(JSON.stringify({ sent, seconds, pausedSeconds: pausedMs / 1000, cpuSeconds: (cpu.user + cpu.system) / 1e6 }) + '\n');
 await queue.close();
 await redis.quit();
