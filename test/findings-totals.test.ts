@@ -69,6 +69,10 @@ describe('the totals rewriter', () => {
     rewriter.close();
   });
 
+});
+
+/** Findings pages read those values (src/storage/paged.ts) and must not trust one their rows contradict. */
+describe('a findings page with kept totals', () => {
   it('answers a page with the total its rows tell, not a kept total they contradict', async () => {
     const svc = await startTestService();
     try {

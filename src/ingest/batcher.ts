@@ -155,7 +155,8 @@ export class ReportBatcher {
       });
       // The lists' totals first: answers cached after the data version bump must see them. Only
       // a status change moves them (a severity change moves a finding within its status). A retry
-      // may find its findings written by the failed attempt, whose changes were never summed.
+      // may find its findings written by a failed attempt whose changes were never summed: one in
+      // a process that died (a failure in this one rewrites them below).
       if (result.counts.statusChanges > 0 || recovery) await this.totals.request();
       await this.opts.onCommitted?.(result).catch((err) => log.warn('post-commit hook failed', { err }));
       ready.forEach((e, i) => e.resolve({ outcome: result.outcomes[i]! }));
