@@ -8,9 +8,8 @@
  * SQL (recorded while serving the request) run directly on the engine in the same run. The
  * findings pages are measured a second time through the API's Redis response cache (repeated
  * requests: hits), marked "cached".
- * Results: bench/results/api-<scale>.json and a table on the console.
+ * Results: bench/results/api-<scale>.json (each run also kept under bench/results/runs/) and the console.
  */
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -22,6 +21,7 @@ import type { QueryParams, Store } from '../src/storage/gateway.js';
 import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { LARGE_TEAM, openDataset, SCALES, type Scale } from './lib/dataset.js';
 import { connectBenchClient } from './lib/http-client.js';
+import { writeResults } from './lib/results.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: string) => {
@@ -185,8 +185,8 @@ for (const scale of scales) {
     client: 'bench/lib/http-client.ts (minimal keep-alive HTTP/1.1; node:http before 2026-11-24)',
     rows,
   };
-  fs.mkdirSync('bench/results', { recursive: true });
-  fs.writeFileSync(`bench/results/api-${scale}.json`, JSON.stringify(results[scale], null, 2) + '\n');
-  console.log(`written to bench/results/api-${scale}.json`);
+  // A partial run (--only) must not replace the latest full one.
+  const written = writeResults(`api-${scale}${ONLY.length > 0 ? '-partial' : ''}`, results[scale]);
+  console.log(`written to ${written.latest} and ${written.kept}`);
 }
 process.exit(0);

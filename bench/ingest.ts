@@ -12,7 +12,7 @@
  * Next to it, the raw insert rate of the same FOUND event rows into the same engine (inserts of
  * 10,000 rows, built like the worker builds them) is measured in the same run, and the CPU time the
  * ingestion took: this process (worker and engine), Redis, and the producer (queue mode).
- * Results: bench/results/ingest-<mode>-<reports>.json and the console.
+ * Results: bench/results/ingest-<variant>-<reports>.json (each run also kept under bench/results/runs/) and the console.
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -30,6 +30,7 @@ import { createLogger } from '../src/log.js';
 import { startService } from '../src/service.js';
 import { syntheticReports, targetName, teamName, teamOf, VULNS_PER_REPORT } from './lib/synthetic.js';
 import { TEAMS } from './lib/dataset.js';
+import { writeResults } from './lib/results.js';
 import { targetId } from '../src/domain/ids.js';
 
 const args = process.argv.slice(2);
@@ -183,10 +184,8 @@ const result = {
   stored: { reports: REPORTS, findings, events },
   rawInsert: { rows: sample.length, seconds: +rawSeconds.toFixed(2), eventsPerSecond: Math.round(sample.length / rawSeconds) },
 };
-fs.mkdirSync('bench/results', { recursive: true });
 const variant = `${MODE}${PREFILL ? '-prefilled' : ''}${config.ingest.concurrency > 1 ? `-c${config.ingest.concurrency}` : ''}${config.ingest.batchSize !== 4000 ? `-b${config.ingest.batchSize}` : ''}`;
-const out = `bench/results/ingest-${variant}-${REPORTS}.json`;
-fs.writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
+const written = writeResults(`ingest-${variant}-${REPORTS}`, result);
 console.log(JSON.stringify(result, null, 2));
-console.log(`written to ${out}`);
+console.log(`written to ${written.latest} and ${written.kept}`);
 process.exit(0);

@@ -12,17 +12,16 @@
  *   database  1 connection, the database API's same statistic, p50/p95 (ratio = uncached / database)
  *   cached    1 connection p50/p95 (latency), then --connections connections: requests/s
  * Targets (issue 4): cached p50 ≤ 2 ms and ≥ 3,000 requests/s; uncached ≤ 1.3 × database.
- * Results: bench/results/metrics-<scale>.json and the console.
+ * Results: bench/results/metrics-<scale>.json (each run also kept under bench/results/runs/) and the console.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
-import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import autocannon from 'autocannon';
+import { writeResults } from './lib/results.js';
 import { ProcessLocks } from '../src/ingest/target-locks.js';
 
 const args = process.argv.slice(2);
@@ -244,10 +243,8 @@ console.log(
     `${failures} failed requests`,
 );
 
-fs.mkdirSync('bench/results', { recursive: true });
-const file = path.join('bench/results', `metrics-${SCALE}.json`);
-fs.writeFileSync(file, JSON.stringify({ ...summary, met }, null, 2) + '\n');
-console.log(`results written to ${file}`);
+const written = writeResults(`metrics-${SCALE}`, { ...summary, met });
+console.log(`results written to ${written.latest} and ${written.kept}`);
 
 // --- clean up ----------------------------------------------------------------------------------
 for (const s of servers) s.closeAllConnections();

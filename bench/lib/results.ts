@@ -1,0 +1,18 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * Where the benchmarks write their results: `bench/results/<name>.json` holds the latest run of a
+ * kind, and every run is also kept as `bench/results/runs/<name>-<UTC time>.json`, so that a
+ * figure quoted from one run survives the next run of the same kind.
+ */
+export function writeResults(name: string, result: unknown): { latest: string; kept: string } {
+  const latest = path.join('bench/results', `${name}.json`);
+  const stamp = new Date().toISOString().slice(0, 16).replace(':', '');
+  const kept = path.join('bench/results/runs', `${name}-${stamp}Z.json`);
+  const text = JSON.stringify(result, null, 2) + '\n';
+  fs.mkdirSync(path.dirname(kept), { recursive: true });
+  fs.writeFileSync(latest, text);
+  fs.writeFileSync(kept, text);
+  return { latest, kept };
+}
