@@ -3,8 +3,9 @@ import path from 'node:path';
 
 /**
  * Where the benchmarks write their results: `bench/results/<name>.json` holds the latest run of a
- * kind, and every run is also kept as `bench/results/runs/<name>-<UTC time>.json`, so that a
- * figure quoted from one run survives the next run of the same kind.
+ * kind, and every run is also kept as `bench/results/runs/<name>-<UTC time>.json` (not committed),
+ * so that a figure quoted from one run survives the next run of the same kind until it is filed
+ * under a name of its own.
  */
 export function writeResults(name: string, result: unknown): { latest: string; kept: string } {
   const latest = path.join('bench/results', `${name}.json`);
