@@ -68,7 +68,6 @@ describe('the totals rewriter', () => {
     expect(await value(base)).toBe(3);
     rewriter.close();
   });
-
 });
 
 /** Findings pages read those values (src/storage/paged.ts) and must not trust one their rows contradict. */

@@ -9,7 +9,8 @@ import path from 'node:path';
  */
 export function writeResults(name: string, result: unknown): { latest: string; kept: string } {
   const latest = path.join('bench/results', `${name}.json`);
-  const stamp = new Date().toISOString().slice(0, 16).replace(':', '');
+  // To the second: two short runs of one kind within a minute keep a file each.
+  const stamp = new Date().toISOString().slice(0, 19).replace(/:/g, '');
   const kept = path.join('bench/results/runs', `${name}-${stamp}Z.json`);
   const text = JSON.stringify(result, null, 2) + '\n';
   fs.mkdirSync(path.dirname(kept), { recursive: true });
