@@ -4,7 +4,8 @@ import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { silentLogger } from '../src/log.js';
 import { freshStore } from './support/engine.js';
 import { report, V, worked, type VulnSpec } from './support/reports.js';
-import { contextFromHistory, storedContext } from './support/snapshot.js';
+import { contextFromHistory, snapshot, storedContext } from './support/snapshot.js';
+import { directBatchesInFlight } from '../src/cli/import.js';
 
 const scan = (i: number) =>
   report({ check_id: `scan-${i}`, target: `t${i}.example.com`, end_time: '2024-01-01 10:00:00', vulnerabilities: [V] });
@@ -35,6 +36,33 @@ describe('the report batcher', () => {
     expect(sizes).toEqual([1, 2]);
 
     await batcher.drain();
+  });
+
+  it('with a direct import\'s batches in flight, ends where applying one report at a time does', async () => {
+    // 3 targets × 12 daily scans, each vulnerability present on some days only: reopens, fixes and
+    // several reports of one target among the batches in flight at once.
+    const vulns: VulnSpec[] = ['A', 'B', 'C', 'D'].map((x, i) => ({ summary: `Issue ${x}`, score: 2 + 2.5 * i }));
+    const history = Array.from({ length: 36 }, (_, n) => {
+      const [t, day] = [n % 3, Math.floor(n / 3) + 1];
+      return report({
+        check_id: `scan-${t}-${day}`,
+        target: `t${t}.example.com`,
+        end_time: `2024-01-${String(day).padStart(2, '0')} 10:00:00`,
+        vulnerabilities: vulns.filter((_, i) => (day * (t + 1) + i) % (i + 2) !== 0),
+      });
+    });
+    const [together, oneByOne] = [await freshStore(), await freshStore()];
+    const concurrency = directBatchesInFlight(1);
+    expect(concurrency).toBeGreaterThan(2);
+    const batched = new ReportBatcher({ store: together, locks: new ProcessLocks(), batchSize: 3, waitMs: 1, concurrency, maxEventAgeDays: 0, log: silentLogger });
+    const single = new ReportBatcher({ store: oneByOne, locks: new ProcessLocks(), batchSize: 1, waitMs: 1, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
+    const outcomes = await Promise.all(history.map((data) => batched.submit({ data, attemptsStarted: 1 })));
+    expect(outcomes.every((o) => o.outcome === 'ingested')).toBe(true);
+    for (const data of history) await single.submit({ data, attemptsStarted: 1 });
+    const expected = await snapshot(oneByOne);
+    expect(expected.findings.some((f) => (f.found as number[]).length > 1)).toBe(true); // reopens happened
+    expect(await snapshot(together)).toEqual(expected);
+    await Promise.all([batched.drain(), single.drain()]);
   });
 
   it('never derives reports of one target in two batches side by side (a process owning its store)', async () => {

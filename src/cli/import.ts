@@ -88,10 +88,13 @@ export async function waitForQueueDrain(queue: Queue, onTick?: (remaining: numbe
 }
 
 /**
- * Batches a direct import keeps in flight: at least two, so that while one batch waits on the
- * store the next one is derived (target locks keep batches apart), or WORKER_CONCURRENCY if higher.
+ * Batches a direct import keeps in flight: at least four, or WORKER_CONCURRENCY if higher. The
+ * engine runs one statement at a time and each batch alternates between its statements and its
+ * work on the main thread, so more batches keep both busy (target locks keep batches apart). On
+ * the 2-core host a replay of 200,000 reports ran at 1,792/s with four batches of 4,000 in flight,
+ * 1,510–1,672/s with two.
  */
-export const directBatchesInFlight = (configured: number): number => Math.max(2, configured);
+export const directBatchesInFlight = (configured: number): number => Math.max(4, configured);
 
 export interface DirectImportOptions {
   inputs: string[];

@@ -132,12 +132,13 @@ async function directImport(inputs: string[], json: boolean) {
     process.stderr.write(`--direct against a ClickHouse server needs Redis (target locks) at ${cfg.redisUrl}\n`);
     process.exit(1);
   }
+  const concurrency = directBatchesInFlight(cfg.ingest.concurrency);
   const batcher = new ReportBatcher({
     store,
     locks: store.mode === 'embedded' ? new ProcessLocks() : new TargetLocks(redis, defaultRedisNames),
     batchSize: cfg.ingest.batchSize,
     waitMs: cfg.ingest.batchWaitMs,
-    concurrency: directBatchesInFlight(cfg.ingest.concurrency),
+    concurrency,
     maxEventAgeDays: cfg.ingest.maxEventAgeDays,
     log,
   });
@@ -147,7 +148,7 @@ async function directImport(inputs: string[], json: boolean) {
   const started = performance.now();
   const line = (p: DirectProgress) =>
     `read ${p.read}  ingested ${p.ingested}  duplicates ${p.duplicates}  ignored ${p.ignored}  rejected ${p.rejected}  (${Math.round((p.ingested + p.duplicates) / ((performance.now() - started) / 1000))}/s)`;
-  const summary = await importDirect({ inputs, batcher, maxInFlight: 2 * cfg.ingest.batchSize, onProgress: (p) => progress.show(line(p)) });
+  const summary = await importDirect({ inputs, batcher, maxInFlight: concurrency * cfg.ingest.batchSize, onProgress: (p) => progress.show(line(p)) });
   progress.show(line(summary), true);
   progress.end();
   // Answers cached before the import must not outlive it (src/cache/response-cache.ts).
