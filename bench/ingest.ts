@@ -7,8 +7,9 @@
  *          `vulndb import`) while this process runs the ingest worker.
  *          With --prefill the whole history is enqueued first and the worker's drain rate is measured
  *          (the producer then does not compete for this machine's two cores).
- *   direct the replay path of `vulndb import --direct`: each report is serialised and parsed as if
- *          read from JSON lines and handed to the same batcher, without the queue.
+ *   direct the replay path of `vulndb import --direct`: the history is generated as JSON lines in
+ *          another thread (bench/lib/synthetic-texts.ts), and each line is parsed here and handed to
+ *          the same batcher, with the same batches in flight, without the queue.
  * Next to it, the raw insert rate of the same FOUND event rows into the same engine (inserts of
  * 10,000 rows, built like the worker builds them) is measured in the same run, and the CPU time the
  * ingestion took: this process (worker and engine), Redis, and the producer (queue mode).
@@ -28,6 +29,7 @@ import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { prepareReport, type Prepared } from '../src/ingest/prepare.js';
 import { createLogger } from '../src/log.js';
 import { startService } from '../src/service.js';
+import { syntheticTexts } from './lib/synthetic-texts.js';
 import { syntheticReports, targetName, teamName, teamOf, VULNS_PER_REPORT } from './lib/synthetic.js';
 import { TEAMS } from './lib/dataset.js';
 import { writeResults } from './lib/results.js';
@@ -96,22 +98,23 @@ const started = performance.now();
 if (MODE === 'queue') {
   if (!PREFILL) void produce(20_000);
 } else {
+  const concurrency = directBatchesInFlight(config.ingest.concurrency);
   const batcher = new ReportBatcher({
     store: service.store,
     locks: new ProcessLocks(),
     batchSize: config.ingest.batchSize,
     waitMs: config.ingest.batchWaitMs,
-    concurrency: directBatchesInFlight(config.ingest.concurrency),
+    concurrency,
     maxEventAgeDays: 0,
     log,
   });
   void (async () => {
     const inFlight = new Set<Promise<unknown>>();
-    for (const report of syntheticReports({ targets: TARGETS, scans: SCANS, churn: 0.01 })) {
-      const line = JSON.stringify(report); // as a JSON lines file would hold it
+    // JSON lines from another thread, parsed here as `vulndb import --direct` parses what it reads.
+    for await (const line of syntheticTexts({ targets: TARGETS, scans: SCANS, churn: 0.01 })) {
       const p = batcher.submit({ data: JSON.parse(line), attemptsStarted: 1 }).finally(() => inFlight.delete(p));
       inFlight.add(p);
-      if (inFlight.size >= 2 * config.ingest.batchSize) await Promise.race(inFlight);
+      if (inFlight.size >= concurrency * config.ingest.batchSize) await Promise.race(inFlight);
     }
   })();
 }

@@ -2,12 +2,14 @@
  * Benchmark datasets: a synthetic history (bench/lib/synthetic.ts) replayed through the ingest
  * batcher into an embedded store under bench/.data/<scale>, with every target associated with one
  * of 20 teams (team 0, the "large team", holds 20% of the targets). Built once and reused; a
- * marker file records what the folder holds.
+ * marker file records what the folder holds, and bench/results/replay-<scale>.json how long the
+ * replay took.
  *
  *   100k: 8,000 targets × 25 scans = 200,000 reports → ~100k findings, 2M FOUND events
  *   1m:   80,000 targets × 25 scans = 2,000,000 reports → ~1M findings, 20M FOUND events
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { directBatchesInFlight } from '../../src/cli/import.js';
 import { ReportBatcher } from '../../src/ingest/batcher.js';
@@ -19,7 +21,9 @@ import { targetId } from '../../src/domain/ids.js';
 import { copyAllToTeams } from '../../src/targets/team-copies.js';
 import { describeAllTargets } from '../../src/targets/queries.js';
 import { rewriteTotals } from '../../src/findings/totals.js';
-import { syntheticReports, targetName, teamName, teamOf } from './synthetic.js';
+import { targetName, teamName, teamOf } from './synthetic.js';
+import { syntheticTexts } from './synthetic-texts.js';
+import { writeResults } from './results.js';
 
 export const SCALES = {
   '100k': { targets: 8_000, scans: 25 },
@@ -44,20 +48,27 @@ export const dataDirOf = (scale: Scale) => path.resolve('bench/.data', scale);
 
 const log = createLogger('warn');
 
-async function build(store: Store, scale: Scale): Promise<void> {
+/**
+ * Replays the scale's history as `vulndb import --direct` would with the default settings (batches
+ * of 4,000, as many in flight): JSON lines, generated in another thread, parsed here.
+ */
+async function build(store: Store, scale: Scale): Promise<{ reports: number; seconds: number }> {
   const { targets, scans } = SCALES[scale];
-  const batcher = new ReportBatcher({ store, locks: new ProcessLocks(), batchSize: 4000, waitMs: 20, concurrency: directBatchesInFlight(1), maxEventAgeDays: 0, log });
+  const batchSize = 4000;
+  const concurrency = directBatchesInFlight(1);
+  const batcher = new ReportBatcher({ store, locks: new ProcessLocks(), batchSize, waitMs: 20, concurrency, maxEventAgeDays: 0, log });
   const started = performance.now();
   let sent = 0;
   const inFlight = new Set<Promise<unknown>>();
-  for (const report of syntheticReports({ targets, scans, churn: 0.01 })) {
-    const p = batcher.submit({ data: report, attemptsStarted: 1 }).finally(() => inFlight.delete(p));
+  for await (const line of syntheticTexts({ targets, scans, churn: 0.01 })) {
+    const p = batcher.submit({ data: JSON.parse(line), attemptsStarted: 1 }).finally(() => inFlight.delete(p));
     inFlight.add(p);
     sent += 1;
-    if (inFlight.size >= 8000) await Promise.race(inFlight);
+    if (inFlight.size >= concurrency * batchSize) await Promise.race(inFlight);
     if (sent % 100_000 === 0) console.log(`  dataset ${scale}: ${sent} reports (${Math.round(sent / ((performance.now() - started) / 1000))}/s)`);
   }
   await Promise.all(inFlight);
+  return { reports: sent, seconds: (performance.now() - started) / 1000 };
 }
 
 async function associateTeams(store: Store, targets: number): Promise<void> {
@@ -87,7 +98,20 @@ export async function openDataset(scale: Scale): Promise<{ dataset: Dataset; sto
     const { targets, scans } = SCALES[scale];
     console.log(`building the ${scale} dataset in ${dataDir} (${targets * scans} reports; once)`);
     const [existing] = await store.query<{ n: number }>('SELECT count() AS n FROM sources');
-    if ((existing?.n ?? 0) < targets * scans) await build(store, scale);
+    if ((existing?.n ?? 0) < targets * scans) {
+      const replay = await build(store, scale);
+      const result = {
+        date: new Date().toISOString(),
+        machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
+        scale,
+        reports: replay.reports,
+        seconds: +replay.seconds.toFixed(1),
+        minutes: +(replay.seconds / 60).toFixed(1),
+        reportsPerSecond: Math.round(replay.reports / replay.seconds),
+      };
+      console.log(`  dataset ${scale}: replayed ${replay.reports} reports in ${result.minutes} min (${result.reportsPerSecond}/s)`);
+      writeResults(`replay-${scale}`, result);
+    }
     await associateTeams(store, targets);
     // Settle background merges so every run measures the same table layout (and none runs
     // during the measurement).
