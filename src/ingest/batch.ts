@@ -7,6 +7,7 @@ import type { FamilySource } from './periods.js';
 import { bestClaims, detectionRows, eventRows, issueObjectRows, issueRows, latestEventRow } from './rows.js';
 import * as q from './queries.js';
 import { teamsOf } from '../targets/queries.js';
+import { TimeSlices } from '../time-slices.js';
 
 /**
  * Applies a batch of validated FINISHED reports (SPEC §3.4–§3.6): drops duplicates, loads the
@@ -24,6 +25,10 @@ import { teamsOf } from '../targets/queries.js';
  * also writes what pages show of its entities (sql/0012): target and issue objects after the rows
  * they derive from, and the latest FOUND events within the events insert; a retry rewrites them
  * all for the batch's targets, issues and findings.
+ *
+ * The derivation's loops give the event loop a turn every few milliseconds (src/time-slices.ts):
+ * other batches in flight, and API requests in a single-process service, hand their statements to
+ * the engine meanwhile instead of waiting for the whole batch's derivation.
  */
 
 export type WriteStep = 'targets' | 'issues' | 'events' | 'findings' | 'sources';
@@ -73,6 +78,7 @@ async function applyLatestEvents(
   states: Map<string, FindingState>,
   newest: Map<string, { rank: DetectionRank; score: number }>,
   pairs: Pair[],
+  slices: TimeSlices,
 ): Promise<Set<string>> {
   // Per target, the head of each family extended at its end (-1: no stored source yet).
   const fast = new Map<string, Map<string, number>>();
@@ -85,6 +91,7 @@ async function applyLatestEvents(
   const won = new Set<string>();
   const exact: string[] = [];
   for (const [id, latest] of newest) {
+    if (slices.due) await slices.turn();
     const s = states.get(id)!;
     const heads = fast.get(s.targetId);
     // Equal times are ordered by check id and position, which stored events may win.
@@ -143,7 +150,9 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
 
   // New findings, and the latest FOUND event of each finding this batch detects.
   const newest = new Map<string, { rank: DetectionRank; score: number }>();
+  const slices = new TimeSlices();
   for (const r of fresh) {
+    if (slices.due) await slices.turn();
     for (const d of r.detections) {
       if (!states.has(d.findingId)) {
         states.set(d.findingId, {
@@ -180,6 +189,7 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
   }
 
   for (const pair of pairs) {
+    if (slices.due) await slices.turn();
     if (pair.fast) {
       extendPair(pair, onTarget(pair, (s) => s.familyPeriods.has(pair.familyId)));
     } else {
@@ -188,12 +198,13 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
     }
   }
 
-  const latestWon = await applyLatestEvents(store, states, newest, pairs);
+  const latestWon = await applyLatestEvents(store, states, newest, pairs, slices);
   const becameLatest = (findingId: string, rank: DetectionRank) =>
     latestWon.has(findingId) && compareRank(newest.get(findingId)!.rank, rank) === 0;
 
   const findingRows: FindingRow[] = [];
   for (const s of states.values()) {
+    if (slices.due) await slices.turn();
     const row = nextFindingRow(s, now);
     if (row) findingRows.push(row);
   }

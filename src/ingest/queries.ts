@@ -1,5 +1,6 @@
 import { inUuids } from '../storage/bound-lists.js';
 import type { Store } from '../storage/gateway.js';
+import { TimeSlices } from '../time-slices.js';
 import type { Severity } from '../domain/severity.js';
 import type { FindingState } from './finding-state.js';
 import type { DetectionRank } from './normalize.js';
@@ -145,7 +146,11 @@ export async function loadFindings(
     q,
   );
   const states = new Map<string, FindingState>();
-  for (const f of rows) states.set(f[0]!, stateFromFields(f));
+  const slices = new TimeSlices();
+  for (const f of rows) {
+    states.set(f[0]!, stateFromFields(f));
+    if (slices.due) await slices.turn();
+  }
   return states;
 }
 

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 import type { NodeClickHouseClientConfigOptions } from '@clickhouse/client/dist/config.js';
 import type { StoreConfig } from '../config.js';
+import { TimeSlices } from '../time-slices.js';
 
 /**
  * The storage gateway: the one module that owns a ClickHouse client. Embedded engine (chdb)
@@ -105,8 +106,15 @@ function wrap(client: ClickHouseClient, mode: Store['mode'], database: string): 
         const rs = await client.query({ query: sql, query_params: params, format: 'TabSeparated' });
         // Line by line: the result set's text() decodes the whole answer with a TextDecoder, about
         // ten times slower than decoding each line's bytes.
+        // Large answers are split in slices (src/time-slices.ts).
         const rows: string[][] = [];
-        for await (const lines of rs.stream<unknown>()) for (const line of lines as { text: string }[]) rows.push(fieldsOf(line.text));
+        const slices = new TimeSlices();
+        for await (const lines of rs.stream<unknown>()) {
+          for (const line of lines as { text: string }[]) {
+            rows.push(fieldsOf(line.text));
+            if (slices.due) await slices.turn();
+          }
+        }
         return rows;
       }),
     command: (sql, params) =>
