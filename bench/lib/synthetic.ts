@@ -18,6 +18,8 @@ export interface SyntheticOptions {
   /** Chance per slot and scan of switching to another issue. */
   churn?: number;
   teams?: number;
+  /** Scans generated but not yielded: a later part of the same history. */
+  skipScans?: number;
 }
 
 const pad = (n: number) => String(n).padStart(2, '0');
@@ -46,6 +48,7 @@ export function* syntheticReports(opts: SyntheticOptions): Generator<Record<stri
         const r = rnd();
         if (r < churn) mine[j] = (mine[j]! + 1 + Math.floor(rnd() * 3)) % ISSUES;
       }
+      if (s < (opts.skipScans ?? 0)) continue;
       const time = BASE + s * 86_400 + Math.floor((i / opts.targets) * 80_000);
       yield {
         check_id: `bench-${s}-${i}`,

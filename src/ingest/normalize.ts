@@ -1,6 +1,7 @@
 import * as ids from '../domain/ids.js';
 import { parseTimestamp } from '../domain/time.js';
 import type { FinishedReport, ReportVulnerability, ResourceGroupInput } from '../queue/contract.js';
+import { list, text } from './interned.js';
 
 /**
  * Turns a validated FINISHED report into the facts ingestion works with (SPEC §2–§3.4):
@@ -90,11 +91,11 @@ function detectionOf(v: ReportVulnerability, pos: number, targetId: string, iden
     affectedResource,
     pos,
     score: v.score ?? 0,
-    details: v.details ?? '',
-    impactDetails: v.impact_details ?? '',
-    resources: exposeResources(v.resources),
-    fingerprint: v.fingerprint ?? 'NOT_PROVIDED',
-    affectedResourceString: v.affected_resource_string ?? '',
+    details: text(v.details ?? ''),
+    impactDetails: text(v.impact_details ?? ''),
+    resources: text(exposeResources(v.resources)),
+    fingerprint: v.fingerprint ? text(v.fingerprint) : 'NOT_PROVIDED',
+    affectedResourceString: text(v.affected_resource_string ?? ''),
   };
 }
 
@@ -112,18 +113,18 @@ export function normalizeReport(report: FinishedReport): NormalizedReport {
     const kept = byFinding.get(d.findingId);
     if (!kept || d.score > kept.score) byFinding.set(d.findingId, d);
 
-    const labels = normalizeLabels(v.labels);
+    const labels = list(normalizeLabels(v.labels));
     const claim = issues.get(d.issueId);
     if (!claim) {
       issues.set(d.issueId, {
         issueId: d.issueId,
-        summary: v.summary,
-        description: v.description ?? '',
+        summary: text(v.summary),
+        description: text(v.description ?? ''),
         details: {
           pos,
           cweId: v.cwe_id ?? 0,
-          recommendations: v.recommendations ?? [],
-          referenceLinks: v.references ?? [],
+          recommendations: list(v.recommendations ?? []),
+          referenceLinks: list(v.references ?? []),
         },
         ...(labels.length > 0 ? { labels: { pos, labels } } : {}),
       });

