@@ -29,6 +29,7 @@ import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { prepareReport, type Prepared } from '../src/ingest/prepare.js';
 import { createLogger } from '../src/log.js';
 import { startService } from '../src/service.js';
+import { replayLines } from './lib/replay-lines.js';
 import { syntheticTexts } from './lib/synthetic-texts.js';
 import { syntheticReports, targetName, teamName, teamOf, VULNS_PER_REPORT } from './lib/synthetic.js';
 import { TEAMS } from './lib/dataset.js';
@@ -108,15 +109,8 @@ if (MODE === 'queue') {
     maxEventAgeDays: 0,
     log,
   });
-  void (async () => {
-    const inFlight = new Set<Promise<unknown>>();
-    // JSON lines from another thread, parsed here as `vulndb import --direct` parses what it reads.
-    for await (const line of syntheticTexts({ targets: TARGETS, scans: SCANS, churn: 0.01 })) {
-      const p = batcher.submit({ data: JSON.parse(line), attemptsStarted: 1 }).finally(() => inFlight.delete(p));
-      inFlight.add(p);
-      if (inFlight.size >= concurrency * config.ingest.batchSize) await Promise.race(inFlight);
-    }
-  })();
+  // JSON lines from another thread, parsed here as `vulndb import --direct` parses what it reads.
+  void replayLines(batcher, syntheticTexts({ targets: TARGETS, scans: SCANS, churn: 0.01 }), concurrency * config.ingest.batchSize);
 }
 
 const samples: { t: number; committed: number }[] = [];

@@ -22,6 +22,7 @@ import { copyAllToTeams } from '../../src/targets/team-copies.js';
 import { describeAllTargets } from '../../src/targets/queries.js';
 import { rewriteTotals } from '../../src/findings/totals.js';
 import { targetName, teamName, teamOf } from './synthetic.js';
+import { replayLines } from './replay-lines.js';
 import { syntheticTexts } from './synthetic-texts.js';
 import { writeResults } from './results.js';
 
@@ -58,17 +59,10 @@ async function build(store: Store, scale: Scale): Promise<{ reports: number; sec
   const concurrency = directBatchesInFlight(1);
   const batcher = new ReportBatcher({ store, locks: new ProcessLocks(), batchSize, waitMs: 20, concurrency, maxEventAgeDays: 0, log });
   const started = performance.now();
-  let sent = 0;
-  const inFlight = new Set<Promise<unknown>>();
-  for await (const line of syntheticTexts({ targets, scans, churn: 0.01 })) {
-    const p = batcher.submit({ data: JSON.parse(line), attemptsStarted: 1 }).finally(() => inFlight.delete(p));
-    inFlight.add(p);
-    sent += 1;
-    if (inFlight.size >= concurrency * batchSize) await Promise.race(inFlight);
+  const reports = await replayLines(batcher, syntheticTexts({ targets, scans, churn: 0.01 }), concurrency * batchSize, (sent) => {
     if (sent % 100_000 === 0) console.log(`  dataset ${scale}: ${sent} reports (${Math.round(sent / ((performance.now() - started) / 1000))}/s)`);
-  }
-  await Promise.all(inFlight);
-  return { reports: sent, seconds: (performance.now() - started) / 1000 };
+  });
+  return { reports, seconds: (performance.now() - started) / 1000 };
 }
 
 async function associateTeams(store: Store, targets: number): Promise<void> {
