@@ -141,39 +141,7 @@ export interface ScopedRows {
    * would read the whole scope to deduplicate first), with the conditions left to apply to them.
    * Absent where rows are stored in another order.
    */
-  inIdOrder?: { rows: LatestInIdOrder; scope: Sql };
-}
-
-/** Rows stored in id order, read with each finding's latest version only (its versions are adjacent). */
-export interface LatestInIdOrder {
-  table: string;
-  where: Sql;
-  orderBy: string;
-  /** The first row of each value of this column is the latest version. */
-  limitBy: string;
-}
-
-/** The clauses of a statement over rows in id order (see ListQuery in src/storage/paged.ts). */
-export interface OrderedRead {
-  from: string;
-  where: Sql;
-  orderBy: string;
-  limitBy?: string;
-}
-
-/**
- * `rows` read in id order with `conditions` applied to each finding's latest version. Without
- * conditions the statement deduplicates by its own LIMIT BY; with them, a subquery deduplicates
- * first (a condition must not see an outdated version). The embedded engine spends most of a page's
- * time analysing and planning its statement, about a millisecond per subquery level or join.
- */
-export function readInIdOrder(rows: LatestInIdOrder, conditions: Sql): OrderedRead {
-  if (conditions.where.length === 0) return { from: rows.table, where: merge(rows.where, conditions), orderBy: rows.orderBy, limitBy: rows.limitBy };
-  return {
-    from: `(SELECT * FROM ${rows.table} ${whereClause(rows.where)} ORDER BY ${rows.orderBy} LIMIT 1 BY ${rows.limitBy})`,
-    where: merge({ where: [], params: rows.where.params }, conditions),
-    orderBy: '',
-  };
+  inIdOrder?: { from: string; scope: Sql };
 }
 
 /**
@@ -183,7 +151,7 @@ export function readInIdOrder(rows: LatestInIdOrder, conditions: Sql): OrderedRe
 const TEAM_COPIES = {
   'findings FINAL': {
     from: 'team_findings FINAL',
-    inIdOrder: { table: 'team_findings', orderBy: 'UUIDToNum(id), version DESC', limitBy: 'id' },
+    inIdOrder: '(SELECT * FROM team_findings WHERE team = {scopeTeam:String} ORDER BY UUIDToNum(id), version DESC LIMIT 1 BY id)',
   },
   finding_counts: { from: 'team_finding_counts' },
 } as const;
@@ -198,11 +166,11 @@ function scopedRows(table: keyof typeof TEAM_COPIES, s: Scope): ScopedRows {
   if (s.team === undefined) return { from: table, scope: targetScope(s) };
   const team: Sql = { where: ['team = {scopeTeam:String}'], params: { scopeTeam: s.team } };
   const others = targetScope({ ...s, team: undefined });
-  const copy: { from: string; inIdOrder?: Omit<LatestInIdOrder, 'where'> } = TEAM_COPIES[table];
+  const copy: { from: string; inIdOrder?: string } = TEAM_COPIES[table];
   return {
     from: copy.from,
     scope: merge(team, others),
-    ...(copy.inIdOrder ? { inIdOrder: { rows: { ...copy.inIdOrder, where: team }, scope: others } } : {}),
+    ...(copy.inIdOrder ? { inIdOrder: { from: copy.inIdOrder, scope: merge({ where: [], params: team.params }, others) } } : {}),
   };
 }
 
@@ -244,6 +212,6 @@ export function findingConditions(f: FindingFilters, now: number): ScopedRows {
   return {
     from: rows.from,
     scope: merge(rows.scope, filters),
-    ...(rows.inIdOrder ? { inIdOrder: { rows: rows.inIdOrder.rows, scope: merge(rows.inIdOrder.scope, filters) } } : {}),
+    ...(rows.inIdOrder ? { inIdOrder: { from: rows.inIdOrder.from, scope: merge(rows.inIdOrder.scope, filters) } } : {}),
   };
 }

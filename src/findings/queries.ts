@@ -1,5 +1,5 @@
 import type { FindingFilters, Paging } from '../filters/params.js';
-import { findingConditions, merge, readInIdOrder, whereClause, type Sql } from '../filters/sql.js';
+import { findingConditions, merge, whereClause, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { Issue } from '../issues/queries.js';
 import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
@@ -216,16 +216,17 @@ export async function findingPage(
   const order = filters.sortBy ?? 'id';
   const total = totalFromCounters(base, filters);
   if (selected.inIdOrder && order === 'id') {
-    const read = readInIdOrder(selected.inIdOrder.rows, merge(baseConditions(base), selected.inIdOrder.scope));
+    const ordered = merge(baseConditions(base), selected.inIdOrder.scope);
     const rows = await pagedQuery<ContextRow>(
       store,
       {
+        // The total's key is a column here: a wrapping SELECT would be one more level for the engine
+        // to plan (about a millisecond).
         select: total ? `${ROW_COLUMNS}, {totalScope:String} AS total_scope` : ROW_COLUMNS,
-        from: read.from,
-        where: whereClause(read.where),
-        orderBy: read.orderBy,
-        ...(read.limitBy ? { limitBy: read.limitBy } : {}),
-        params: { ...read.where.params, ...total?.params },
+        from: selected.inIdOrder.from,
+        where: whereClause(ordered),
+        orderBy: '',
+        params: { ...ordered.params, ...total?.params },
         wrap: (pageSql) =>
           withContextSql(
             pageSql,

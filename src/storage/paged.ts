@@ -29,8 +29,6 @@ export interface ListQuery {
   where: string;
   /** Empty when `from` already yields its rows in the list's order. */
   orderBy: string;
-  /** Keeps the first row of each value of this column, in `orderBy`'s order (LIMIT 1 BY). */
-  limitBy?: string;
   params: QueryParams;
   /**
    * Turns the page statement into the one that runs (joins its rows with more columns, say); it
@@ -88,7 +86,6 @@ export async function pagedQuery<T>(store: Store, q: ListQuery, page: Paging): P
            FROM ${q.from}
            ${q.where}
            ${q.orderBy ? `ORDER BY ${q.orderBy}` : ''}
-           ${q.limitBy ? `LIMIT 1 BY ${q.limitBy}` : ''}
            LIMIT {pageLimit:UInt32} OFFSET {pageOffset:UInt64}`;
   // Offsets past any real total skip straight to the count (and keep the parameter in range).
   const found =
