@@ -85,9 +85,10 @@ const ROW_COLUMNS = `id, target_id, issue_id, affected_resource, status, score,
 
 /**
  * What a page shows besides its rows, looked up by key in the tables of sql/0012 (direct joins:
- * each row's keys are looked up, no hash table is built). A key without a value reads as empty.
+ * each row's keys are looked up, no hash table is built). A key without a value reads as empty,
+ * so a finding without a latest event reads the nil UUID as its source (NO_SOURCE).
  */
-const CONTEXT_COLUMNS = `e.finding_id = f.id AS has_latest, e.details AS latest_details, e.impact_details AS latest_impact_details,
+const CONTEXT_COLUMNS = `e.details AS latest_details, e.impact_details AS latest_impact_details,
        e.resources AS latest_resources, e.affected_resource_string AS latest_affected_resource_string,
        e.source_id AS latest_source_id, e.source_name AS latest_source_name, e.component AS latest_component,
        e.check_id AS latest_instance, e.options AS latest_options, toUInt32(e.time) AS latest_source_epoch,
@@ -98,8 +99,10 @@ const CONTEXT_JOINS = `LEFT JOIN finding_latest_events AS e ON e.finding_id = f.
      LEFT JOIN issue_objects AS i ON i.id = f.issue_id
      LEFT JOIN target_objects AS t ON t.id = f.target_id`;
 
+/** Source ids are UUIDv5 (src/domain/ids.ts), never the nil UUID that a missing key reads as. */
+const NO_SOURCE = '00000000-0000-0000-0000-000000000000';
+
 interface ContextRow extends FindingRow {
-  has_latest: number;
   latest_details: string;
   latest_impact_details: string;
   latest_resources: string;
@@ -154,7 +157,7 @@ function withContext(r: ContextRow): FindingWithContext {
     score: r.score,
     found: r.found,
     fixed: r.fixed,
-    latest: r.has_latest
+    latest: r.latest_source_id !== NO_SOURCE
       ? {
           details: r.latest_details,
           impact_details: r.latest_impact_details,
