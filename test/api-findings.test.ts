@@ -319,4 +319,16 @@ describe('current attributes (SPEC §3.5.6) whatever the arrival order', () => {
     expect((await get(fresh, '/stats/open', openStatsResponse)).open_issues).toEqual({ critical: 0, high: 2, medium: 0, low: 0, informational: 0 });
     expect((await get(fresh, '/stats/open?atDate=2024-01-02', openStatsResponse)).open_issues.high).toBe(2);
   });
+
+  // Last in this block: it removes what the others read.
+  it('renders a finding whose latest event is not kept with empty attributes, and its own row', async () => {
+    const [f] = (await get(fresh, '/findings?identifiers=reversed.example.com', findingListResponse)).findings;
+    expect(f!.source.instance).toBe('b1');
+    await fresh.store.command('DELETE FROM finding_latest_events WHERE finding_id = {id:UUID}', { id: f!.id });
+    // Another page size: the first page is in the response cache, which a DELETE does not reach.
+    const [bare] = (await get(fresh, '/findings?identifiers=reversed.example.com&size=10', findingListResponse)).findings;
+    expect(bare).toMatchObject({ id: f!.id, score: 7.5, status: 'OPEN', details: '', impact_details: '', resources: [] });
+    expect(bare!.source).toMatchObject({ id: '00000000-0000-0000-0000-000000000000', name: 'vulcan', instance: '', time: '1970-01-01T00:00:00Z' });
+    expect((await get(fresh, `/findings/${f!.id}`, findingResponse)).finding).toEqual(bare);
+  });
 });

@@ -3,6 +3,7 @@ import { findingConditions, merge, whereClause, type Sql } from '../filters/sql.
 import type { Store } from '../storage/gateway.js';
 import type { Issue } from '../issues/queries.js';
 import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
+import { NIL_UUID } from '../domain/uuid.js';
 import { totalScope } from './totals.js';
 
 /** Reads of findings: the list of every findings endpoint, single findings, events, MTTR. */
@@ -86,7 +87,7 @@ const ROW_COLUMNS = `id, target_id, issue_id, affected_resource, status, score,
 /**
  * What a page shows besides its rows, looked up by key in the tables of sql/0012 (direct joins:
  * each row's keys are looked up, no hash table is built). A key without a value reads as empty,
- * so a finding without a latest event reads the nil UUID as its source (NO_SOURCE).
+ * so a finding without a latest event reads the nil UUID as its source.
  */
 const CONTEXT_COLUMNS = `e.details AS latest_details, e.impact_details AS latest_impact_details,
        e.resources AS latest_resources, e.affected_resource_string AS latest_affected_resource_string,
@@ -98,9 +99,6 @@ const CONTEXT_COLUMNS = `e.details AS latest_details, e.impact_details AS latest
 const CONTEXT_JOINS = `LEFT JOIN finding_latest_events AS e ON e.finding_id = f.id
      LEFT JOIN issue_objects AS i ON i.id = f.issue_id
      LEFT JOIN target_objects AS t ON t.id = f.target_id`;
-
-/** Source ids are UUIDv5 (src/domain/ids.ts), never the nil UUID that a missing key reads as. */
-const NO_SOURCE = '00000000-0000-0000-0000-000000000000';
 
 interface ContextRow extends FindingRow {
   latest_details: string;
@@ -157,7 +155,7 @@ function withContext(r: ContextRow): FindingWithContext {
     score: r.score,
     found: r.found,
     fixed: r.fixed,
-    latest: r.latest_source_id !== NO_SOURCE
+    latest: r.latest_source_id !== NIL_UUID
       ? {
           details: r.latest_details,
           impact_details: r.latest_impact_details,

@@ -1,4 +1,6 @@
 import { formatInstant, wholeHours } from '../domain/time.js';
+import { NIL_UUID } from '../domain/uuid.js';
+import { SOURCE_NAME } from '../ingest/normalize.js';
 import type { Issue } from '../issues/queries.js';
 import type { Source } from '../sources/queries.js';
 import type { Target } from '../targets/queries.js';
@@ -75,8 +77,10 @@ export function renderFindings(rows: FindingWithContext[], ref: { t: number; atD
       target,
       teams: [...row.teams],
       source: {
-        id: event?.source_id ?? '',
-        name: event?.source_name ?? '',
+        // Without its latest event (a batch's retry still to write it) the source is unknown; its id
+        // still has the form clients parse.
+        id: event?.source_id ?? NIL_UUID,
+        name: event?.source_name ?? SOURCE_NAME,
         component: event?.component ?? '',
         instance: event?.instance ?? '',
         options: event?.options ?? '',

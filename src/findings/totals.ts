@@ -1,5 +1,6 @@
 import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
+import { NIL_UUID } from '../domain/uuid.js';
 import { acquireAll, LockTimeout, type Locks } from '../ingest/target-locks.js';
 
 /**
@@ -14,7 +15,7 @@ import { acquireAll, LockTimeout, type Locks } from '../ingest/target-locks.js';
 export const totalScope = (team: string | undefined) => (team !== undefined ? `team:${team}` : 'all');
 
 /** Never a target's id (those are UUIDv5): the lock that serialises rewrites of the totals. */
-const TOTALS_LOCK = '00000000-0000-0000-0000-000000000000';
+const TOTALS_LOCK = NIL_UUID;
 
 /**
  * One rewrite under the lock. Without Redis no lock can be taken, but no batch can start either
