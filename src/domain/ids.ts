@@ -7,6 +7,9 @@ import { hash } from 'node:crypto';
  * different keys collide.
  */
 
+/** The name of every source (SPEC: the constant "vulcan"), part of source and family ids. */
+export const SOURCE_NAME = 'vulcan';
+
 const NAMESPACE = Buffer.from('6a1f0c3e5b9d4e7a8c2b1d0f3e5a7c9b', 'hex');
 
 // Ingestion computes ~20 ids per report: hashing namespace + name from one reused buffer avoids

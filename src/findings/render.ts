@@ -1,6 +1,6 @@
 import { formatInstant, wholeHours } from '../domain/time.js';
 import { NIL_UUID } from '../domain/uuid.js';
-import { SOURCE_NAME } from '../ingest/normalize.js';
+import { SOURCE_NAME } from '../domain/ids.js';
 import type { Issue } from '../issues/queries.js';
 import type { Source } from '../sources/queries.js';
 import type { Target } from '../targets/queries.js';

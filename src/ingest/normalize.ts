@@ -9,8 +9,6 @@ import { list, text } from './interned.js';
  * issue claims the report makes (§2.2).
  */
 
-export const SOURCE_NAME = 'vulcan';
-
 /** Rank of a detection inside the whole history: time, then check_id, then array position. */
 export interface DetectionRank {
   time: number;
@@ -134,11 +132,11 @@ export function normalizeReport(report: FinishedReport): NormalizedReport {
   });
 
   return {
-    sourceId: ids.sourceId(SOURCE_NAME, report.checktype_name, report.check_id, options),
-    familyId: ids.familyId(SOURCE_NAME, report.checktype_name, options),
+    sourceId: ids.sourceId(ids.SOURCE_NAME, report.checktype_name, report.check_id, options),
+    familyId: ids.familyId(ids.SOURCE_NAME, report.checktype_name, options),
     targetId,
     identifier,
-    name: SOURCE_NAME,
+    name: ids.SOURCE_NAME,
     component: report.checktype_name,
     instance: report.check_id,
     options,
