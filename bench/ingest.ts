@@ -1,10 +1,11 @@
 /**
- * npm run bench:ingest [-- --reports 200000 --mode queue|direct --keep]
+ * npm run bench:ingest [-- --reports 200000 --mode queue|direct --bundle 250 --keep]
  *
  * Ingestion throughput of a synthetic history (10 vulnerabilities per report) into a fresh
  * embedded store; committed reports are sampled every second until all are in.
- *   queue  (default) end to end: a producer process enqueues on the checks queue (like scanners or
- *          `vulndb import`) while this process runs the ingest worker.
+ *   queue  (default) end to end: a producer process enqueues while this process runs the ingest
+ *          worker. --bundle N (default 250, what `vulndb import` sends): bundles of N reports on the
+ *          checks-bulk queue; --bundle 1: a job per report on the checks queue, as scanners send.
  *          With --prefill the whole history is enqueued first and the worker's drain rate is measured
  *          (the producer then does not compete for this machine's two cores).
  *   direct the replay path of `vulndb import --direct`: the history is generated as JSON lines in
@@ -35,6 +36,7 @@ import { syntheticReports, targetName, teamName, teamOf, VULNS_PER_REPORT } from
 import { TEAMS } from './lib/dataset.js';
 import { writeResults } from './lib/results.js';
 import { targetId } from '../src/domain/ids.js';
+import { BUNDLE_MAX_REPORTS, BUNDLE_SIZE } from '../src/queue/contract.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: string) => {
@@ -46,6 +48,8 @@ const SCANS = 25;
 const TARGETS = Math.ceil(REPORTS / SCANS);
 const KEEP = args.includes('--keep');
 const MODE = arg('mode', 'queue');
+const BUNDLE = Number(arg('bundle', String(BUNDLE_SIZE)));
+if (!Number.isInteger(BUNDLE) || BUNDLE < 1 || BUNDLE > BUNDLE_MAX_REPORTS) throw new Error(`--bundle must be 1 to ${BUNDLE_MAX_REPORTS}`);
 // queue mode: enqueue the whole history before the worker starts, to measure the worker alone.
 const PREFILL = args.includes('--prefill');
 if (MODE !== 'queue' && MODE !== 'direct') throw new Error('--mode must be queue or direct');
@@ -58,11 +62,11 @@ const config = loadConfig({ ...process.env, DATA_DIR, REDIS_URL, LOG_LEVEL: 'war
 const id = randomUUID().slice(0, 8);
 const names = { queuePrefix: `bench-${id}`, keyPrefix: `bench-${id}` };
 
-console.log(`ingest benchmark (${MODE}): ${REPORTS} reports × ${VULNS_PER_REPORT} vulnerabilities, ${TARGETS} targets, batch ${config.ingest.batchSize}`);
+console.log(`ingest benchmark (${MODE}${MODE === 'queue' ? `, ${BUNDLE > 1 ? `bundles of ${BUNDLE}` : 'a job per report'}` : ''}): ${REPORTS} reports × ${VULNS_PER_REPORT} vulnerabilities, ${TARGETS} targets, batch ${config.ingest.batchSize}`);
 let produced: { sent: number; seconds: number; pausedSeconds: number; cpuSeconds: number } | undefined;
 const produce = (maxPending: number) =>
   new Promise<void>((resolve) => {
-    const producer = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/produce.ts', REDIS_URL, names.queuePrefix, String(TARGETS), String(SCANS), String(maxPending)], {
+    const producer = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/produce.ts', REDIS_URL, names.queuePrefix, String(TARGETS), String(SCANS), String(maxPending), String(BUNDLE)], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     producer.stdout.on('data', (d: Buffer) => (produced = JSON.parse(d.toString())));
@@ -161,7 +165,7 @@ if (!KEEP) fs.rmSync(DATA_DIR, { recursive: true, force: true });
 const result = {
   date: new Date().toISOString(),
   machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
-  parameters: { mode: MODE + (PREFILL ? ' (prefilled)' : ''), teams: TEAMS, workerConcurrency: config.ingest.concurrency, reports: REPORTS, targets: TARGETS, scans: SCANS, vulnerabilitiesPerReport: VULNS_PER_REPORT, batchSize: config.ingest.batchSize },
+  parameters: { mode: MODE + (PREFILL ? ' (prefilled)' : ''), bundleSize: MODE === 'queue' ? BUNDLE : undefined, teams: TEAMS, workerConcurrency: config.ingest.concurrency, reports: REPORTS, targets: TARGETS, scans: SCANS, vulnerabilitiesPerReport: VULNS_PER_REPORT, batchSize: config.ingest.batchSize },
   endToEnd: {
     seconds: +seconds.toFixed(1),
     reportsPerSecond: Math.round(REPORTS / seconds),
@@ -181,7 +185,7 @@ const result = {
   stored: { reports: REPORTS, findings, events },
   rawInsert: { rows: sample.length, seconds: +rawSeconds.toFixed(2), eventsPerSecond: Math.round(sample.length / rawSeconds) },
 };
-const variant = `${MODE}${PREFILL ? '-prefilled' : ''}${config.ingest.concurrency > 1 ? `-c${config.ingest.concurrency}` : ''}${config.ingest.batchSize !== 4000 ? `-b${config.ingest.batchSize}` : ''}`;
+const variant = `${MODE}${MODE === 'queue' && BUNDLE > 1 ? `-bundles${BUNDLE}` : ''}${PREFILL ? '-prefilled' : ''}${config.ingest.concurrency > 1 ? `-c${config.ingest.concurrency}` : ''}${config.ingest.batchSize !== 4000 ? `-b${config.ingest.batchSize}` : ''}`;
 const written = writeResults(`ingest-${variant}-${REPORTS}`, result);
 console.log(JSON.stringify(result, null, 2));
 console.log(`written to ${written.latest} and ${written.kept}`);

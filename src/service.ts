@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { startIngestWorker } from '../workers/ingest.js';
+import { startIngestWorkers } from '../workers/ingest.js';
 import { createDbApi } from './app.js';
 import { DataVersion } from './cache/data-version.js';
 import type { Config } from './config.js';
@@ -37,7 +37,8 @@ export interface Service {
   store: Store;
   queue: Queue | undefined;
   batcher: ReportBatcher | undefined;
-  worker: Worker | undefined;
+  /** The ingest workers of the `checks` and `checks-bulk` queues (none without the worker role). */
+  workers: Worker[];
   redis: Redis;
   names: RedisNames;
   /** Per-target locks shared by the ingest worker and POST /targets. */
@@ -96,7 +97,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   const dataVersion = new DataVersion(redis, names, log.child({ component: 'cache' }));
   const servers: http.Server[] = [];
   let queue: Queue | undefined;
-  let worker: Worker | undefined;
+  let workers: Worker[] = [];
   let batcher: ReportBatcher | undefined;
   let workerRedis: Redis | undefined;
   let dbApiUrl: string | undefined;
@@ -116,14 +117,14 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       ...(opts.faults ? { faults: opts.faults } : {}),
     });
     workerRedis = workerConnection(config.redisUrl);
-    worker = startIngestWorker({
+    workers = startIngestWorkers({
       connection: workerRedis,
       names,
       batcher,
-      jobsInFlight: config.ingest.batchSize * config.ingest.concurrency,
+      reportsInFlight: config.ingest.batchSize * config.ingest.concurrency,
       log: log.child({ component: 'worker' }),
     });
-    log.info('ingest worker started', { queue: 'checks', batchSize: config.ingest.batchSize, concurrency: config.ingest.concurrency });
+    log.info('ingest worker started', { queues: workers.map((w) => w.name), batchSize: config.ingest.batchSize, concurrency: config.ingest.concurrency });
     void batcher.rewriteTotals();
   }
 
@@ -174,7 +175,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     (closing ??= (async () => {
       log.info('shutting down');
       await Promise.all(servers.map(closeServer));
-      if (worker) await closeWorker(worker, log);
+      await Promise.all(workers.map((w) => closeWorker(w, log)));
       if (batcher) {
         await batcher.drain();
         batcher.close();
@@ -185,5 +186,5 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       log.info('stopped');
     })());
 
-  return { store, queue, batcher, worker, redis, names, locks, dbApiUrl, metricsApiUrl, close };
+  return { store, queue, batcher, workers, redis, names, locks, dbApiUrl, metricsApiUrl, close };
 }

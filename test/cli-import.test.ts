@@ -40,13 +40,15 @@ describe('vulndb import (queued)', () => {
   afterAll(() => svc.close());
 
   it('enqueues the valid reports of files, arrays, JSON lines and directories and names every rejection', async () => {
-    const summary = await importReports({ inputs: [path.join(dir, 'batch'), path.join(dir, 'single.json')], queue: svc.queue! });
+    // Bundles of two: the four valid reports travel as two jobs.
+    const summary = await importReports({ inputs: [path.join(dir, 'batch'), path.join(dir, 'single.json')], queue: svc.bulk, bundleSize: 2 });
     expect(summary).toMatchObject({ read: 7, accepted: 4, ignored: 1, rejected: 2 });
     expect(summary.rejections).toEqual([
       { origin: `${path.join(dir, 'batch', 'array.json')}[1]`, reason: 'target: must be a non-empty string' },
       { origin: `${path.join(dir, 'batch', 'lines.jsonl')}:2`, reason: expect.stringContaining('not valid JSON') },
     ]);
     await svc.settle();
+    expect(await svc.bulk.getJobCounts('completed')).toEqual({ completed: 2 });
     expect((await json(svc.db('/stats/size'))).size).toMatchObject({ sources: 4, targets: 3, findings: 3, finding_events: 4 });
   });
 });

@@ -2,45 +2,100 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { ReportRejected, type JobOutcome, type ReportBatcher } from '../src/ingest/batcher.js';
 import type { Logger } from '../src/log.js';
-import { CHECKS_QUEUE } from '../src/queue/contract.js';
+import { BUNDLE_SIZE, CHECK_BUNDLES_QUEUE, CHECKS_QUEUE, checkBundle } from '../src/queue/contract.js';
 import type { RedisNames } from '../src/queue/redis.js';
 
 /**
- * The ingest worker: consumes the `checks` queue and hands each job to the batcher. Invalid
- * reports fail without retry (SPEC §3.7). Transient failures are retried here with exponential
- * backoff from 1 s, whatever options the producer used, up to MAX_ATTEMPTS starts.
+ * The ingest workers: one consumes the `checks` queue (a report per job), one the `checks-bulk`
+ * queue (bundles of reports from `vulndb import`), and both hand reports to the same batcher.
+ * Invalid reports fail without retry (SPEC §3.7), and so does a bundle holding one. Transient
+ * failures are retried here with exponential backoff from 1 s, whatever options the producer
+ * used, up to MAX_ATTEMPTS starts.
  */
 
 export const MAX_ATTEMPTS = 8;
 export const backoffMs = (attempt: number) => Math.min(1000 * 2 ** (attempt - 1), 5 * 60_000);
 
-export function startIngestWorker(deps: {
+/** What a completed bundle job returns: how its reports went. */
+export interface BundleOutcome {
+  reports: number;
+  ingested: number;
+  duplicates: number;
+  ignored: number;
+}
+
+/** Retries a job whose reports failed for a transient reason (its reports are applied again). */
+async function retryLater(job: Job, token: string | undefined, err: unknown): Promise<never> {
+  if (job.attemptsStarted >= MAX_ATTEMPTS) throw err;
+  await job.moveToDelayed(Date.now() + backoffMs(job.attemptsStarted), token);
+  throw new DelayedError();
+}
+
+async function applyBundle(batcher: ReportBatcher, job: Job): Promise<BundleOutcome> {
+  const checked = checkBundle(job.data);
+  if ('reason' in checked) throw new UnrecoverableError(checked.reason);
+  // Every report is checked before any is applied: an invalid one rejects the bundle whole.
+  const prepared = checked.bundle.reports.map((data) => batcher.prepare(data));
+  const invalid = prepared.findIndex((p) => p.kind === 'invalid');
+  if (invalid >= 0) {
+    const p = prepared[invalid] as { reason: string };
+    throw new UnrecoverableError(`reports[${invalid}]: ${p.reason}`);
+  }
+  // All settled before the job ends, so that a retry never overlaps its own first attempt.
+  const settled = await Promise.allSettled(
+    prepared.map((p, i) =>
+      batcher.submitPrepared(p as Exclude<typeof p, { kind: 'invalid' }>, { id: `${job.id}/${i}`, attemptsStarted: job.attemptsStarted }),
+    ),
+  );
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  const outcome: BundleOutcome = { reports: settled.length, ingested: 0, duplicates: 0, ignored: 0 };
+  for (const s of settled as PromiseFulfilledResult<JobOutcome>[]) {
+    if (s.value.outcome === 'ingested') outcome.ingested += 1;
+    else if (s.value.outcome === 'duplicate') outcome.duplicates += 1;
+    else outcome.ignored += 1;
+  }
+  return outcome;
+}
+
+export function startIngestWorkers(deps: {
   connection: Redis;
   names: RedisNames;
   batcher: ReportBatcher;
-  /** Jobs held at once: enough to fill every batch in flight. */
-  jobsInFlight: number;
+  /** Reports held at once by each queue's worker: enough to fill every batch in flight. */
+  reportsInFlight: number;
   log: Logger;
-}): Worker {
+}): Worker[] {
   const { batcher, log } = deps;
   const processCheck = async (job: Job, token?: string): Promise<JobOutcome> => {
     try {
       return await batcher.submit(job);
     } catch (err) {
       if (err instanceof ReportRejected) throw new UnrecoverableError(err.message);
-      if (job.attemptsStarted >= MAX_ATTEMPTS) throw err;
-      await job.moveToDelayed(Date.now() + backoffMs(job.attemptsStarted), token);
-      throw new DelayedError();
+      return retryLater(job, token, err);
     }
   };
-  const worker = new Worker(CHECKS_QUEUE, processCheck, {
-    connection: deps.connection,
-    prefix: deps.names.queuePrefix,
-    concurrency: deps.jobsInFlight,
-  });
-  worker.on('failed', (job, err) =>
-    log.warn('job failed', { jobId: job?.id, attempts: job?.attemptsStarted, reason: err.message }),
-  );
-  worker.on('error', (err) => log.error('worker error', { err }));
-  return worker;
+  const processBundle = async (job: Job, token?: string): Promise<BundleOutcome> => {
+    try {
+      return await applyBundle(batcher, job);
+    } catch (err) {
+      if (err instanceof UnrecoverableError) {
+        log.warn('bundle rejected', { jobId: job.id, reason: err.message });
+        throw err;
+      }
+      return retryLater(job, token, err);
+    }
+  };
+  const start = (queue: string, processor: (job: Job, token?: string) => Promise<unknown>, concurrency: number) => {
+    const worker = new Worker(queue, processor, { connection: deps.connection, prefix: deps.names.queuePrefix, concurrency });
+    worker.on('failed', (job, err) =>
+      log.warn('job failed', { queue, jobId: job?.id, attempts: job?.attemptsStarted, reason: err.message }),
+    );
+    worker.on('error', (err) => log.error('worker error', { queue, err }));
+    return worker;
+  };
+  return [
+    start(CHECKS_QUEUE, processCheck, deps.reportsInFlight),
+    start(CHECK_BUNDLES_QUEUE, processBundle, Math.max(1, Math.ceil(deps.reportsInFlight / BUNDLE_SIZE))),
+  ];
 }

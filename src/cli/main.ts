@@ -2,7 +2,8 @@ import { Command, Option } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { seedDemo } from '../demo/seed.js';
 import { createLogger, type Logger } from '../log.js';
-import { checksQueue } from '../queue/producer.js';
+import { bundlesQueue, checksQueue } from '../queue/producer.js';
+import { BUNDLE_MAX_REPORTS, BUNDLE_SIZE } from '../queue/contract.js';
 import { ReportBatcher } from '../ingest/batcher.js';
 import { ProcessLocks, TargetLocks } from '../ingest/target-locks.js';
 import { defaultRedisNames, keys, requestConnection, whenReady } from '../queue/redis.js';
@@ -180,17 +181,24 @@ program
   .argument('<inputs...>', 'files, directories or -')
   .option('--wait', 'wait until the worker has processed every queued report')
   .option('--direct', 'apply the reports in this process instead of queueing them (backfills; embedded mode needs the service stopped)')
-  .addOption(new Option('--max-pending <n>', 'pause enqueueing while the queue holds more jobs than this').default('50000'))
+  .addOption(new Option('--max-pending <n>', 'pause enqueueing while the queue holds more reports than this').default('50000'))
+  .addOption(new Option('--bundle-size <n>', `reports per queued job (1-${BUNDLE_MAX_REPORTS})`).default(String(BUNDLE_SIZE)))
   .option('--json', 'print the summary as JSON')
-  .action(async (inputs: string[], opts: { wait?: boolean; direct?: boolean; maxPending: string; json?: boolean }) => {
+  .action(async (inputs: string[], opts: { wait?: boolean; direct?: boolean; maxPending: string; bundleSize: string; json?: boolean }) => {
     if (opts.direct) return directImport(inputs, opts.json ?? false);
+    const bundleSize = Number(opts.bundleSize);
+    if (!Number.isInteger(bundleSize) || bundleSize < 1 || bundleSize > BUNDLE_MAX_REPORTS) {
+      program.error(`--bundle-size must be an integer from 1 to ${BUNDLE_MAX_REPORTS}`);
+    }
+    const maxPending = Number(opts.maxPending);
+    if (!Number.isInteger(maxPending) || maxPending < 1) program.error('--max-pending must be a positive integer');
     const cfg = config();
     const redis = requestConnection(cfg.redisUrl);
     if (!(await whenReady(redis))) {
       process.stderr.write(`cannot reach Redis at ${cfg.redisUrl}\n`);
       process.exit(1);
     }
-    const queue = checksQueue(redis, defaultRedisNames);
+    const queue = bundlesQueue(redis, defaultRedisNames);
     const progress = progressShower();
     const bytes = totalInputBytes(inputs);
     const started = performance.now();
@@ -198,13 +206,14 @@ program
     const summary = await importReports({
       inputs,
       queue,
-      maxPending: Number(opts.maxPending),
+      bundleSize,
+      maxPending,
       onProgress: (p) => progress.show(progressLine(p, (performance.now() - started) / 1000)),
     });
     progress.show(progressLine(summary, summary.seconds), true);
     progress.end();
     if (opts.wait) {
-      await waitForQueueDrain(queue, (remaining) => progress.show(`waiting for the worker: ${remaining} jobs left`));
+      await waitForQueueDrain(queue, (remaining) => progress.show(`waiting for the worker: ${remaining} bundles left`));
       progress.end();
     }
     const seconds = (performance.now() - started) / 1000;

@@ -3,7 +3,7 @@ import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
 import { ingestBatch, type BatchResult, type WriteStep } from './batch.js';
 import type { NormalizedReport } from './normalize.js';
-import { prepareReport } from './prepare.js';
+import { prepareReport, type Prepared } from './prepare.js';
 import type { Locks } from './target-locks.js';
 import { TotalsRewriter } from '../findings/totals.js';
 
@@ -69,11 +69,21 @@ export class ReportBatcher {
   }
 
   submit(job: JobLike): Promise<JobOutcome> {
-    const prepared = prepareReport(job.data, { maxEventAgeDays: this.opts.maxEventAgeDays, now: nowSeconds() });
+    const prepared = this.prepare(job.data);
     if (prepared.kind === 'invalid') {
       this.opts.log.warn('report rejected', { jobId: job.id, reason: prepared.reason });
       return Promise.reject(new ReportRejected(prepared.reason));
     }
+    return this.submitPrepared(prepared, job);
+  }
+
+  /** Validates and normalises a job's report (what `submit` starts with). */
+  prepare(data: unknown): Prepared {
+    return prepareReport(data, { maxEventAgeDays: this.opts.maxEventAgeDays, now: nowSeconds() });
+  }
+
+  /** Applies a report `prepare` found valid, with the next batch that can take it. */
+  submitPrepared(prepared: Exclude<Prepared, { kind: 'invalid' }>, job: Omit<JobLike, 'data'>): Promise<JobOutcome> {
     if (prepared.kind === 'ignored') {
       this.opts.log.debug('report ignored', { jobId: job.id, reason: prepared.reason });
       return Promise.resolve({ outcome: 'ignored', reason: prepared.reason });

@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { CHECKS_QUEUE, checkJobOptions } from './contract.js';
+import { CHECK_BUNDLES_QUEUE, CHECKS_QUEUE, checkJobOptions, type Bundle } from './contract.js';
 import type { RedisNames } from './redis.js';
 
 /** Adds reports to the `checks` queue (POST /checks, `vulndb import`, the demo). */
@@ -12,8 +12,8 @@ export class QueueUnavailable extends Error {
   }
 }
 
-export function checksQueue(connection: Redis, names: RedisNames): Queue {
-  const queue = new Queue(CHECKS_QUEUE, { connection, prefix: names.queuePrefix, skipWaitingForReady: true });
+export function checksQueue(connection: Redis, names: RedisNames, name: string = CHECKS_QUEUE): Queue {
+  const queue = new Queue(name, { connection, prefix: names.queuePrefix, skipWaitingForReady: true });
   // Connection trouble surfaces where a job is added (503 / a failed import); keep it off stderr.
   queue.on('error', () => {});
   return queue;
@@ -40,14 +40,20 @@ export async function enqueueReport(queue: Queue, report: unknown, timeoutMs = 5
   }
 }
 
-export async function enqueueReports(queue: Queue, reports: unknown[], timeoutMs = 30_000): Promise<string[]> {
+/** The queue of report bundles (`vulndb import`). */
+export const bundlesQueue = (connection: Redis, names: RedisNames): Queue => checksQueue(connection, names, CHECK_BUNDLES_QUEUE);
+
+async function addJobs(queue: Queue, name: string, data: unknown[], timeoutMs: number): Promise<string[]> {
   try {
-    const jobs = await withTimeout(
-      queue.addBulk(reports.map((data) => ({ name: 'report', data, opts: checkJobOptions }))),
-      timeoutMs,
-    );
+    const jobs = await withTimeout(queue.addBulk(data.map((d) => ({ name, data: d, opts: checkJobOptions }))), timeoutMs);
     return jobs.map((j) => String(j.id));
   } catch (err) {
     throw new QueueUnavailable(err);
   }
 }
+
+export const enqueueBundles = (queue: Queue, bundles: Bundle[], timeoutMs = 30_000): Promise<string[]> =>
+  addJobs(queue, 'reports', bundles, timeoutMs);
+
+export const enqueueReports = (queue: Queue, reports: unknown[], timeoutMs = 30_000): Promise<string[]> =>
+  addJobs(queue, 'report', reports, timeoutMs);

@@ -4,7 +4,8 @@ import { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
-import { checksQueue } from '../../src/queue/producer.js';
+import { bundlesQueue, checksQueue } from '../../src/queue/producer.js';
+import type { Queue } from 'bullmq';
 import type { RedisNames } from '../../src/queue/redis.js';
 import { startService, type Service, type ServiceOptions } from '../../src/service.js';
 import { testDataDir, testStoreConfig } from './engine.js';
@@ -20,9 +21,11 @@ export const REDIS_URL = 'redis://127.0.0.1:6379';
 
 export interface TestService extends Service {
   config: Config;
+  /** The `checks-bulk` queue (bundles of reports). */
+  bulk: Queue;
   db: (path: string, init?: RequestInit) => Promise<Response>;
   postJson: (path: string, body: unknown) => Promise<Response>;
-  /** Resolves when every job added so far has finished (completed or failed). */
+  /** Resolves when every job added so far to either queue has finished (completed or failed). */
   settle: (timeoutMs?: number) => Promise<void>;
 }
 
@@ -52,6 +55,7 @@ export async function startTestService(
     ...(opts.now ? { now: opts.now } : {}),
   });
   const queue = service.queue ?? checksQueue(service.redis, names);
+  const bulk = bundlesQueue(service.redis, names);
 
   const db = (path: string, init?: RequestInit) => fetch(`${service.dbApiUrl}${path}`, init);
   const postJson = (path: string, body: unknown) =>
@@ -61,7 +65,8 @@ export async function startTestService(
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children');
-      if (Object.values(c).every((n) => n === 0)) return;
+      const b = await bulk.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+      if ([...Object.values(c), ...Object.values(b)].every((n) => n === 0)) return;
       if (Date.now() > deadline) throw new Error(`queue did not settle: ${JSON.stringify(c)}`);
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -70,6 +75,7 @@ export async function startTestService(
   const close = async () => {
     await service.close();
     if (queue !== service.queue) await queue.close();
+    await bulk.close();
     // The service's own Redis, which a test may have stopped: clean up what can be reached.
     const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 1000, retryStrategy: () => null });
     redis.on('error', () => {});
@@ -84,7 +90,7 @@ export async function startTestService(
     redis.disconnect();
   };
 
-  return { ...service, queue, config, db, postJson, settle, close };
+  return { ...service, queue, bulk, config, db, postJson, settle, close };
 }
 
 /** A GET of a JSON answer with what the response cache says about it (`X-Cache`). */
