@@ -1,6 +1,7 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { ReportRejected, type JobOutcome, type ReportBatcher } from '../src/ingest/batcher.js';
+import type { Prepared } from '../src/ingest/prepare.js';
 import type { Logger } from '../src/log.js';
 import { BUNDLE_SIZE, CHECK_BUNDLES_QUEUE, CHECKS_QUEUE, checkBundle } from '../src/queue/contract.js';
 import type { RedisNames } from '../src/queue/redis.js';
@@ -35,17 +36,15 @@ async function applyBundle(batcher: ReportBatcher, job: Job): Promise<BundleOutc
   const checked = checkBundle(job.data);
   if ('reason' in checked) throw new UnrecoverableError(checked.reason);
   // Every report is checked before any is applied: an invalid one rejects the bundle whole.
-  const prepared = checked.bundle.reports.map((data) => batcher.prepare(data));
-  const invalid = prepared.findIndex((p) => p.kind === 'invalid');
-  if (invalid >= 0) {
-    const p = prepared[invalid] as { reason: string };
-    throw new UnrecoverableError(`reports[${invalid}]: ${p.reason}`);
+  const prepared: Exclude<Prepared, { kind: 'invalid' }>[] = [];
+  for (const [i, data] of checked.bundle.reports.entries()) {
+    const p = batcher.prepare(data);
+    if (p.kind === 'invalid') throw new UnrecoverableError(`reports[${i}]: ${p.reason}`);
+    prepared.push(p);
   }
   // All settled before the job ends, so that a retry never overlaps its own first attempt.
   const settled = await Promise.allSettled(
-    prepared.map((p, i) =>
-      batcher.submitPrepared(p as Exclude<typeof p, { kind: 'invalid' }>, { id: `${job.id}/${i}`, attemptsStarted: job.attemptsStarted }),
-    ),
+    prepared.map((p, i) => batcher.submitPrepared(p, { id: `${job.id}/${i}`, attemptsStarted: job.attemptsStarted })),
   );
   const failed = settled.find((s) => s.status === 'rejected');
   if (failed) throw failed.reason;
