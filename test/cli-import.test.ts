@@ -53,6 +53,19 @@ describe('vulndb import (queued)', () => {
   });
 });
 
+describe('vulndb import options', () => {
+  it.each([
+    ['--bundle-size', '0', '--bundle-size must be an integer from 1 to 1000'],
+    ['--bundle-size', '1001', '--bundle-size must be an integer from 1 to 1000'],
+    ['--max-pending', '-5', '--max-pending must be a positive integer'],
+  ])('refuses %s %s before reading or enqueueing anything', async (option, value, message) => {
+    const env = { ...process.env, REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'error' };
+    const failed = await promisify(execFile)(process.execPath, [path.resolve('bin/vulndb.mjs'), 'import', option, value, path.join(dir, 'single.json')], { env }).catch((e) => e);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain(message);
+  });
+});
+
 describe('vulndb import --direct', () => {
   it('applies the reports in process and finds them duplicates the second time', async () => {
     const store = await freshStore();
