@@ -7,6 +7,7 @@
  */
 import type { Queue } from 'bullmq';
 import { bundlesQueue, checksQueue, enqueueBundles, enqueueReports } from '../../src/queue/producer.js';
+import { toBundles } from '../../src/queue/contract.js';
 import { requestConnection, whenReady } from '../../src/queue/redis.js';
 import { syntheticReports } from './synthetic.js';
 
@@ -19,12 +20,8 @@ const names = { queuePrefix: queuePrefix!, keyPrefix: 'unused' };
 const queue: Queue = bundleSize > 1 ? bundlesQueue(redis, names) : checksQueue(redis, names);
 // 500 reports per round trip to Redis, as single jobs or as bundles.
 const chunkSize = Math.max(500, bundleSize);
-const send = (reports: unknown[]) => {
-  if (bundleSize === 1) return enqueueReports(queue, reports);
-  const bundles = [];
-  for (let i = 0; i < reports.length; i += bundleSize) bundles.push({ reports: reports.slice(i, i + bundleSize) });
-  return enqueueBundles(queue, bundles);
-};
+const send = (reports: unknown[]) =>
+  bundleSize === 1 ? enqueueReports(queue, reports) : enqueueBundles(queue, toBundles(reports, bundleSize));
 const started = performance.now();
 let chunk: unknown[] = [];
 let sent = 0;

@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import { ReportRejected, type ReportBatcher } from '../ingest/batcher.js';
-import { BUNDLE_SIZE, checkReport } from '../queue/contract.js';
+import { BUNDLE_SIZE, checkReport, toBundles } from '../queue/contract.js';
 import { enqueueBundles } from '../queue/producer.js';
 import { readReports } from './read-reports.js';
 
@@ -59,9 +59,7 @@ export async function importReports(opts: ImportOptions): Promise<ImportSummary>
   const flush = async () => {
     if (chunk.length === 0) return;
     while ((await pendingJobs(opts.queue)) > maxPendingJobs) await new Promise((r) => setTimeout(r, 200));
-    const bundles = [];
-    for (let i = 0; i < chunk.length; i += bundleSize) bundles.push({ reports: chunk.slice(i, i + bundleSize) });
-    await enqueueBundles(opts.queue, bundles);
+    await enqueueBundles(opts.queue, toBundles(chunk, bundleSize));
     p.accepted += chunk.length;
     chunk = [];
     opts.onProgress?.({ ...p });

@@ -12,9 +12,10 @@ import { parseTimestamp } from '../domain/time.js';
 export const CHECKS_QUEUE = 'checks';
 
 /**
- * Bulk producers (`vulndb import`) add bundles of reports to a queue of their own: a job on
- * `checks` costs BullMQ and Redis about 0.66 ms of CPU whatever it carries, as much as applying
- * its report, so a backfill moves hundreds of reports per job. A bundle is applied report by
+ * Bulk producers (`vulndb import`) add bundles of reports to a queue of their own: a job costs
+ * the worker, Redis and the producer CPU whatever it carries (0.2–0.6 ms depending on the host,
+ * against 0.6–0.9 ms for applying a report; README, Benchmarks), so a backfill moves hundreds of
+ * reports per job. A bundle is applied report by
  * report exactly as the same reports on `checks` would be; its own queue lets the worker bound
  * the reports it holds (jobs in flight × bundle size) apart from single-report jobs.
  */
@@ -156,6 +157,13 @@ export const bundleSchema = z.object(
 );
 
 export type Bundle = z.infer<typeof bundleSchema>;
+
+/** Cuts reports into bundles of `size` (the last one may be shorter). */
+export function toBundles(reports: unknown[], size: number): Bundle[] {
+  const bundles: Bundle[] = [];
+  for (let i = 0; i < reports.length; i += size) bundles.push({ reports: reports.slice(i, i + size) });
+  return bundles;
+}
 
 /** The bundle, or why the data is not one. */
 export function checkBundle(data: unknown): { bundle: Bundle } | { reason: string } {

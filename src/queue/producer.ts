@@ -3,7 +3,10 @@ import type { Redis } from 'ioredis';
 import { CHECK_BUNDLES_QUEUE, CHECKS_QUEUE, checkJobOptions, type Bundle } from './contract.js';
 import type { RedisNames } from './redis.js';
 
-/** Adds reports to the `checks` queue (POST /checks, `vulndb import`, the demo). */
+/**
+ * Adds reports to the `checks` queue (POST /checks, the demo) and bundles of reports to the
+ * `checks-bulk` queue (`vulndb import`).
+ */
 
 export class QueueUnavailable extends Error {
   constructor(cause: unknown) {
@@ -12,12 +15,14 @@ export class QueueUnavailable extends Error {
   }
 }
 
-export function checksQueue(connection: Redis, names: RedisNames, name: string = CHECKS_QUEUE): Queue {
+function openQueue(name: string, connection: Redis, names: RedisNames): Queue {
   const queue = new Queue(name, { connection, prefix: names.queuePrefix, skipWaitingForReady: true });
   // Connection trouble surfaces where a job is added (503 / a failed import); keep it off stderr.
   queue.on('error', () => {});
   return queue;
 }
+
+export const checksQueue = (connection: Redis, names: RedisNames): Queue => openQueue(CHECKS_QUEUE, connection, names);
 
 async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -41,7 +46,7 @@ export async function enqueueReport(queue: Queue, report: unknown, timeoutMs = 5
 }
 
 /** The queue of report bundles (`vulndb import`). */
-export const bundlesQueue = (connection: Redis, names: RedisNames): Queue => checksQueue(connection, names, CHECK_BUNDLES_QUEUE);
+export const bundlesQueue = (connection: Redis, names: RedisNames): Queue => openQueue(CHECK_BUNDLES_QUEUE, connection, names);
 
 async function addJobs(queue: Queue, name: string, data: unknown[], timeoutMs: number): Promise<string[]> {
   try {

@@ -67,7 +67,7 @@ export async function startTestService(
       const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children');
       const b = await bulk.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
       if ([...Object.values(c), ...Object.values(b)].every((n) => n === 0)) return;
-      if (Date.now() > deadline) throw new Error(`queue did not settle: ${JSON.stringify(c)}`);
+      if (Date.now() > deadline) throw new Error(`queues did not settle: ${JSON.stringify({ checks: c, bundles: b })}`);
       await new Promise((r) => setTimeout(r, 20));
     }
   };
