@@ -33,10 +33,17 @@ const envSchema = z.object({
   PAGE_SIZE_MAX: positiveInt.default(100),
   MAX_EVENT_AGE_DAYS: z.coerce.number().int().min(0).default(0),
   MAX_REPORT_BYTES: positiveInt.default(10 * 1024 * 1024),
-  JWT_SECRET: optionalString,
+  // SPEC §10: an HS256 secret shorter than 32 characters can be brute-forced offline from one token.
+  JWT_SECRET: optionalString.refine((v) => v === undefined || v.length >= 32, {
+    error: 'must be at least 32 characters (e.g. `openssl rand -base64 48`)',
+  }),
   JWT_PUBLIC_KEY: optionalString,
   JWT_ISSUER: optionalString,
   JWT_AUDIENCE: optionalString,
+  DB_API_AUTH: optionalString.pipe(z.enum(['jwt'], { error: 'must be "jwt" or empty' }).optional()),
+  QUERY_TIMEOUT_MS: positiveInt.max(3_600_000).default(30_000),
+  JOB_LOCK_MS: positiveInt.min(1000).max(600_000).default(30_000),
+  JOB_MAX_STALLS: positiveInt.max(1000).default(10),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 
@@ -70,6 +77,17 @@ export interface Config {
   pageSizeDefault: number;
   pageSizeMax: number;
   maxReportBytes: number;
+  /** `jwt`: the database API requires the metrics API's bearer tokens (SPEC §5.1). */
+  dbApiAuth: 'jwt' | undefined;
+  /** Time limit of one store statement (SPEC §5.6). */
+  queryTimeoutMs: number;
+  /** BullMQ job settings of the ingest workers (README, Operations: durability). */
+  jobs: {
+    /** A held job's lock lives this long unless renewed; a dead holder's jobs return after it. */
+    lockMs: number;
+    /** Times a job may be found stalled (its holder died) before it fails. */
+    maxStalls: number;
+  };
   jwt: {
     secret: string | undefined;
     publicKey: string | undefined;
@@ -115,6 +133,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pageSizeDefault: e.PAGE_SIZE_DEFAULT,
     pageSizeMax: e.PAGE_SIZE_MAX,
     maxReportBytes: e.MAX_REPORT_BYTES,
+    dbApiAuth: e.DB_API_AUTH,
+    queryTimeoutMs: e.QUERY_TIMEOUT_MS,
+    jobs: { lockMs: e.JOB_LOCK_MS, maxStalls: e.JOB_MAX_STALLS },
     jwt: {
       secret: e.JWT_SECRET,
       publicKey: e.JWT_PUBLIC_KEY,
