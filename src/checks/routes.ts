@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Queue } from 'bullmq';
 import { dbErrors } from '../errors.js';
 import { readJsonBody } from '../http/body.js';
-import { checkReport } from '../queue/contract.js';
+import { checkReport, jobDataOf } from '../queue/contract.js';
 import { enqueueReport } from '../queue/producer.js';
 import type { Logger } from '../log.js';
 
@@ -16,7 +16,7 @@ export function checkRoutes(deps: { queue: Queue; maxReportBytes: number; log: L
     if (verdict.kind === 'invalid') throw dbErrors.badBody(verdict.reason);
     let jobId: string;
     try {
-      jobId = await enqueueReport(deps.queue, report);
+      jobId = await enqueueReport(deps.queue, jobDataOf(verdict));
     } catch (err) {
       deps.log.warn('enqueue failed', { err });
       throw dbErrors.queueUnavailable();

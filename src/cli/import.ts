@@ -74,7 +74,7 @@ export async function importReports(opts: ImportOptions): Promise<ImportSummary>
     const verdict = checkReport(record.data);
     if (verdict.kind === 'invalid') reject(record.origin, verdict.reason);
     else if (verdict.kind === 'ignored') p.ignored += 1; // valid, but the worker would ignore it
-    else chunk.push(record.data);
+    else chunk.push(verdict.report);
     if (chunk.length >= chunkSize) await flush();
     else if (p.read % chunkSize === 0) opts.onProgress?.({ ...p });
   }

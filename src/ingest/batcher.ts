@@ -1,7 +1,7 @@
 import { nowSeconds } from '../domain/time.js';
 import type { Logger } from '../log.js';
-import type { Store } from '../storage/gateway.js';
-import { ingestBatch, type BatchResult, type WriteStep } from './batch.js';
+import { ingestBatch, SimulatedCrash, type BatchResult, type WriteStep } from './batch.js';
+import { StoreError, type Store } from '../storage/gateway.js';
 import type { NormalizedReport } from './normalize.js';
 import { prepareReport, type Prepared } from './prepare.js';
 import type { Locks } from './target-locks.js';
@@ -43,8 +43,11 @@ export interface BatcherOptions {
   log: Logger;
   /** Called after each committed batch (the data version bump). */
   onCommitted?: (result: BatchResult) => Promise<void>;
-  /** Test hook: the next `times` batches crash after writing `step`. */
-  faults?: { crashAfter: WriteStep; times: number };
+  /**
+   * Test hooks: the next `times` batches crash after writing `step`; a batch holding a report
+   * that `poison` picks fails before its first write, as a store refusing that report would.
+   */
+  faults?: { crashAfter: WriteStep; times: number; poison?: (report: NormalizedReport) => boolean };
 }
 
 interface Entry {
@@ -140,7 +143,7 @@ export class ReportBatcher {
 
   /** Applies what it can of a batch; false when every report waited for a target lock. */
   private async flush(batch: Entry[]): Promise<boolean> {
-    const { store, locks, log } = this.opts;
+    const { locks, log } = this.opts;
     let held;
     try {
       held = await locks.acquire([...new Set(batch.map((e) => e.report.targetId))]);
@@ -152,32 +155,70 @@ export class ReportBatcher {
     this.pending.unshift(...batch.filter((e) => !held.acquired.has(e.report.targetId)));
     try {
       if (ready.length === 0) return false;
-      const started = performance.now();
-      const fault = this.opts.faults && this.opts.faults.times > 0 ? this.opts.faults : undefined;
-      if (fault) fault.times -= 1;
-      const recovery = ready.some((e) => e.recovery);
-      const result = await ingestBatch(store, ready.map((e) => e.report), { recovery, ...(fault ? { crashAfter: fault.crashAfter } : {}) });
-      log.info('batch committed', {
-        jobs: ready.length,
-        duplicates: result.outcomes.filter((o) => o === 'duplicate').length,
-        ...result.counts,
-        ms: Math.round(performance.now() - started),
-      });
-      // The lists' totals first: answers cached after the data version bump must see them. Only
-      // a status change moves them (a severity change moves a finding within its status). A retry
-      // may find its findings written by a failed attempt whose changes were never summed: one in
-      // a process that died (a failure in this one rewrites them below).
-      if (result.counts.statusChanges > 0 || recovery) await this.totals.request();
-      await this.opts.onCommitted?.(result).catch((err) => log.warn('post-commit hook failed', { err }));
-      ready.forEach((e, i) => e.resolve({ outcome: result.outcomes[i]! }));
-    } catch (err) {
-      log.warn('batch failed; its jobs will be retried', { jobs: ready.length, err });
-      // Its findings may be written: their totals must not wait for a retry that may never come.
-      void this.totals.request();
-      for (const e of ready) e.reject(err);
+      await this.applyIsolating(ready, ready.some((e) => e.recovery), false);
     } finally {
       await held.release().catch((err) => log.warn('releasing target locks failed', { err }));
     }
     return true;
+  }
+
+  /**
+   * Applies reports as one batch. When the batch fails while the store still answers, the failure
+   * belongs to some of its reports (SPEC §3.7, isolation): the batch is halved and each half
+   * applied on its own, here and now, so the reports that fail by themselves are found and rejected
+   * with their reason while the others are stored, and no retry can put them together again. A
+   * report failing alone is tried once more before it is rejected. While the store does not answer
+   * (an outage), every report is failed as transient and BullMQ retries it with backoff.
+   */
+  private async applyIsolating(entries: Entry[], recovery: boolean, retriedAlone: boolean): Promise<void> {
+    try {
+      await this.apply(entries, recovery);
+    } catch (err) {
+      const { log } = this.opts;
+      // Its findings may be written: their totals must not wait for a retry that may never come.
+      void this.totals.request();
+      const outage = err instanceof SimulatedCrash || !(await this.opts.store.ping());
+      if (outage) {
+        log.warn('batch failed; its jobs will be retried', { jobs: entries.length, err });
+        for (const e of entries) e.reject(err);
+        return;
+      }
+      if (entries.length === 1) {
+        if (!retriedAlone) return this.applyIsolating(entries, true, true);
+        const reason = `the store refused this report: ${err instanceof Error ? err.message : String(err)}`;
+        log.warn('report rejected by the store', { jobId: entries[0]!.jobId, target: entries[0]!.report.identifier, checkId: entries[0]!.report.instance, reason });
+        entries[0]!.reject(new ReportRejected(reason));
+        return;
+      }
+      log.warn('batch failed while the store answers: applying it in halves to isolate the failing reports', { jobs: entries.length, err });
+      const half = Math.ceil(entries.length / 2);
+      // Recovery: the failed attempt may have written part of the batch.
+      await this.applyIsolating(entries.slice(0, half), true, false);
+      await this.applyIsolating(entries.slice(half), true, false);
+    }
+  }
+
+  /** One ingestBatch and what follows a commit; throws what the batch threw. */
+  private async apply(entries: Entry[], recovery: boolean): Promise<void> {
+    const { store, log } = this.opts;
+    const started = performance.now();
+    const fault = this.opts.faults && this.opts.faults.times > 0 ? this.opts.faults : undefined;
+    if (fault) fault.times -= 1;
+    const poison = this.opts.faults?.poison;
+    if (poison && entries.some((e) => poison(e.report))) throw new StoreError('insert into targets failed: injected failure of a poison report');
+    const result = await ingestBatch(store, entries.map((e) => e.report), { recovery, ...(fault ? { crashAfter: fault.crashAfter } : {}) });
+    log.info('batch committed', {
+      jobs: entries.length,
+      duplicates: result.outcomes.filter((o) => o === 'duplicate').length,
+      ...result.counts,
+      ms: Math.round(performance.now() - started),
+    });
+    // The lists' totals first: answers cached after the data version bump must see them. Only
+    // a status change moves them (a severity change moves a finding within its status). A retry
+    // may find its findings written by a failed attempt whose changes were never summed: one in
+    // a process that died (a failure in this one rewrites them in applyIsolating).
+    if (result.counts.statusChanges > 0 || recovery) await this.totals.request();
+    await this.opts.onCommitted?.(result).catch((err) => log.warn('post-commit hook failed', { err }));
+    entries.forEach((e, i) => e.resolve({ outcome: result.outcomes[i]! }));
   }
 }

@@ -1,5 +1,6 @@
 import type { JobsOptions } from 'bullmq';
 import { z } from 'zod';
+import { wellFormed, wellFormedJson } from '../domain/text.js';
 import { parseTimestamp } from '../domain/time.js';
 
 /**
@@ -172,6 +173,15 @@ export function checkBundle(data: unknown): { bundle: Bundle } | { reason: strin
 }
 
 /**
+ * What a producer enqueues for a report (SPEC §3.1): the report as validated, never the raw body.
+ * A report that is not FINISHED is ignored by the worker whatever else it holds, so its job carries
+ * its status alone (cut short: only "FINISHED" matters).
+ */
+export function jobDataOf(verdict: Exclude<ReportVerdict, { kind: 'invalid' }>): FinishedReport | { status: string } {
+  return verdict.kind === 'finished' ? verdict.report : { status: wellFormed(verdict.status.slice(0, 64)) };
+}
+
+/**
  * SPEC §3.3: a non-object or a missing/non-string status is invalid; a status other than
  * FINISHED is valid and ignored without checking anything else; a FINISHED report must satisfy
  * every rule or it is rejected whole.
@@ -185,5 +195,6 @@ export function checkReport(data: unknown): ReportVerdict {
   if (status !== 'FINISHED') return { kind: 'ignored', status };
   const parsed = finishedReportSchema.safeParse(data);
   if (!parsed.success) return { kind: 'invalid', reason: describeIssues(parsed.error) };
-  return { kind: 'finished', report: parsed.data };
+  // The fields of §3.2 only (zod drops the rest), with any text made storable (§3.3 item 6).
+  return { kind: 'finished', report: wellFormedJson(parsed.data) };
 }

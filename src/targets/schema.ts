@@ -1,12 +1,16 @@
 import { z } from 'zod';
+import { wellFormed } from '../domain/text.js';
 import { entityIdSchema, paginationSchema, teamIdSchema } from '../http/schema.js';
 
 /** POST /targets body (SPEC §6.6): types are checked (400) before emptiness rules (422). */
 export const associateTeamsBody = z.object(
   {
-    identifier: z.string({ error: 'identifier must be a string' }).nullish(),
+    // Any text is accepted; unpaired surrogates become U+FFFD (SPEC §3.3 item 6), as in reports.
+    identifier: z.string({ error: 'identifier must be a string' }).transform(wellFormed).nullish(),
     teams: z
-      .array(z.string({ error: 'teams must be an array of strings' }), { error: 'teams must be an array of strings' })
+      .array(z.string({ error: 'teams must be an array of strings' }).transform(wellFormed), {
+        error: 'teams must be an array of strings',
+      })
       .nullish(),
   },
   { error: 'request body must be a JSON object' },
