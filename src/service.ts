@@ -4,6 +4,7 @@ import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { startIngestWorkers } from '../workers/ingest.js';
 import { createDbApi } from './app.js';
+import { openDbApiWarning } from './auth/db-api.js';
 import { DataVersion } from './cache/data-version.js';
 import type { Config } from './config.js';
 import { ReportBatcher, type BatcherOptions } from './ingest/batcher.js';
@@ -122,14 +123,27 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       names,
       batcher,
       reportsInFlight: config.ingest.batchSize * config.ingest.concurrency,
+      jobs: config.jobs,
       log: log.child({ component: 'worker' }),
     });
-    log.info('ingest worker started', { queues: workers.map((w) => w.name), batchSize: config.ingest.batchSize, concurrency: config.ingest.concurrency });
+    log.info('ingest worker started', {
+      queues: workers.map((w) => w.name),
+      batchSize: config.ingest.batchSize,
+      concurrency: config.ingest.concurrency,
+      jobLockMs: config.jobs.lockMs,
+      maxStalls: config.jobs.maxStalls,
+    });
     void batcher.rewriteTotals();
   }
 
   if (opts.api) {
     queue = checksQueue(redis, names);
+    const metricsLog = log.child({ api: 'metrics' });
+    const tokens = tokenKeys(config.jwt, config.dataDir);
+    describeKeys(tokens, config.dataDir, metricsLog);
+    const openWarning = openDbApiWarning(config);
+    if (openWarning) log.warn(openWarning);
+    else if (config.dbApiAuth === 'jwt') log.info('database API: bearer tokens required (DB_API_AUTH=jwt)');
     const dbApi = createDbApi({
       store,
       queue,
@@ -142,10 +156,9 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       ...(opts.now ? { now: opts.now } : {}),
       // Team re-association changes every team-scoped answer: cached ones become stale.
       onTeamsChanged: () => dataVersion.bump('teams associated'),
+      // SPEC §5.1: the metrics API's tokens, when DB_API_AUTH=jwt.
+      auth: config.dbApiAuth === 'jwt' ? tokens : undefined,
     });
-    const metricsLog = log.child({ api: 'metrics' });
-    const tokens = tokenKeys(config.jwt, config.dataDir);
-    describeKeys(tokens, config.dataDir, metricsLog);
     const metricsApi = createMetricsApi({
       store,
       log: metricsLog,

@@ -25,10 +25,14 @@ export interface BundleOutcome {
   ignored: number;
 }
 
-/** Retries a job whose reports failed for a transient reason (its reports are applied again). */
+/**
+ * Retries a job whose reports failed for a transient reason (its reports are applied again). Starts
+ * after a holder died (stalls) are not failures: they are bounded by JOB_MAX_STALLS instead.
+ */
 async function retryLater(job: Job, token: string | undefined, err: unknown): Promise<never> {
-  if (job.attemptsStarted >= MAX_ATTEMPTS) throw err;
-  await job.moveToDelayed(Date.now() + backoffMs(job.attemptsStarted), token);
+  const failures = job.attemptsStarted - (job.stalledCounter ?? 0);
+  if (failures >= MAX_ATTEMPTS) throw err;
+  await job.moveToDelayed(Date.now() + backoffMs(failures), token);
   throw new DelayedError();
 }
 
@@ -46,8 +50,14 @@ async function applyBundle(batcher: ReportBatcher, job: Job): Promise<BundleOutc
   const settled = await Promise.allSettled(
     prepared.map((p, i) => batcher.submitPrepared(p, { id: `${job.id}/${i}`, attemptsStarted: job.attemptsStarted })),
   );
-  const failed = settled.find((s) => s.status === 'rejected');
-  if (failed) throw failed.reason;
+  // A report the store refused on its own fails the bundle without retry, naming it; the others
+  // are stored (SPEC §3.7, isolation). Any other failure retries the bundle.
+  const refused = settled.flatMap((s, i) => (s.status === 'rejected' && s.reason instanceof ReportRejected ? [`reports[${i}]: ${s.reason.message}`] : []));
+  const failed = settled.find((s) => s.status === 'rejected' && !(s.reason instanceof ReportRejected));
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+  if (refused.length > 0) {
+    throw new UnrecoverableError(`${refused.length} of ${settled.length} reports refused (the others are stored): ${refused.slice(0, 5).join('; ')}`);
+  }
   const outcome: BundleOutcome = { reports: settled.length, ingested: 0, duplicates: 0, ignored: 0 };
   for (const s of settled as PromiseFulfilledResult<JobOutcome>[]) {
     if (s.value.outcome === 'ingested') outcome.ingested += 1;
@@ -63,6 +73,8 @@ export function startIngestWorkers(deps: {
   batcher: ReportBatcher;
   /** Reports held at once by each queue's worker: enough to fill every batch in flight. */
   reportsInFlight: number;
+  /** Lock and stall settings of held jobs (config.jobs; README, Operations). */
+  jobs: { lockMs: number; maxStalls: number };
   log: Logger;
 }): Worker[] {
   const { batcher, log } = deps;
@@ -86,7 +98,17 @@ export function startIngestWorkers(deps: {
     }
   };
   const start = (queue: string, processor: (job: Job, token?: string) => Promise<unknown>, concurrency: number) => {
-    const worker = new Worker(queue, processor, { connection: deps.connection, prefix: deps.names.queuePrefix, concurrency });
+    const worker = new Worker(queue, processor, {
+      connection: deps.connection,
+      prefix: deps.names.queuePrefix,
+      concurrency,
+      // A killed holder's jobs go back to waiting once their lock lapses (found by the next stall
+      // check); each such return counts as a stall, and only a job stalled more than maxStalls
+      // times fails. BullMQ's default of one lost every held job to two kills in a row.
+      lockDuration: deps.jobs.lockMs,
+      stalledInterval: Math.max(500, Math.round(deps.jobs.lockMs / 2)),
+      maxStalledCount: deps.jobs.maxStalls,
+    });
     worker.on('failed', (job, err) =>
       log.warn('job failed', { queue, jobId: job?.id, attempts: job?.attemptsStarted, reason: err.message }),
     );

@@ -27,11 +27,12 @@ export const BUNDLE_MAX_REPORTS = 1000;
 
 /**
  * Retries are the worker's business (it retries transient failures itself, whatever options a
- * scanner used), so jobs only say how long to keep finished ones around for inspection.
+ * scanner used), so jobs only say how long to keep finished ones around for inspection: failed
+ * ones, with their reason, for 7 days within the latest 100,000 (SPEC §3.7; `vulndb jobs failed`).
  */
 export const checkJobOptions: JobsOptions = {
   removeOnComplete: { age: 3600, count: 1000 },
-  removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
+  removeOnFail: { age: 7 * 24 * 3600, count: 100_000 },
 };
 
 // SPEC §3.3 rule 2: for every optional field, null means absent.
