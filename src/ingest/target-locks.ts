@@ -61,12 +61,23 @@ export class TargetLocks implements Locks {
     const token = randomUUID();
     const pipeline = this.redis.pipeline();
     for (const id of targetIds) pipeline.set(keys.targetLock(this.names, id), token, 'PX', this.ttlMs, 'NX');
-    const results = (await pipeline.exec()) ?? [];
     const acquired = new Set<string>();
-    results.forEach(([err, reply], i) => {
-      if (err) throw err;
-      if (reply === 'OK') acquired.add(targetIds[i]!);
-    });
+    // Should a SET fail, the ones that succeeded (all of them, if the answers were lost) are
+    // released at once rather than left locked until the TTL.
+    const releaseAfter = async (err: unknown, ids: string[]): Promise<never> => {
+      const taken = ids.map((id) => keys.targetLock(this.names, id));
+      if (taken.length > 0) await this.redis.eval(RELEASE, taken.length, ...taken, token).catch(() => {});
+      throw err;
+    };
+    let results;
+    try {
+      results = (await pipeline.exec()) ?? [];
+    } catch (err) {
+      return releaseAfter(err, targetIds);
+    }
+    const failure = results.find(([err]) => err)?.[0];
+    results.forEach(([, reply], i) => reply === 'OK' && acquired.add(targetIds[i]!));
+    if (failure) return releaseAfter(failure, [...acquired]);
     const lockKeys = [...acquired].map((id) => keys.targetLock(this.names, id));
     const keepAlive = setInterval(() => {
       if (lockKeys.length > 0) void this.redis.eval(EXTEND, lockKeys.length, ...lockKeys, token, this.ttlMs).catch(() => {});

@@ -1,0 +1,63 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keys, type RedisNames } from '../src/queue/redis.js';
+import { TargetLocks } from '../src/ingest/target-locks.js';
+
+/**
+ * A lock acquisition that fails half-way must not leave the locks it did take held until their TTL.
+ * The failure is real: a private redis-server whose ACL lets the locking user write only some keys,
+ * so part of the pipeline succeeds and part is refused (NOPERM).
+ */
+
+const names: RedisNames = { queuePrefix: 'bull-locks-test', keyPrefix: 'locks-test' };
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describe('TargetLocks.acquire when Redis refuses part of it', () => {
+  let server: ChildProcess;
+  let admin: Redis;
+  let limited: Redis;
+  beforeAll(async () => {
+    const port = await freePort();
+    server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    admin = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: (n) => (n > 50 ? null : 100) });
+    admin.on('error', () => {}); // refused until the server listens
+    for (let i = 0; ; i++) {
+      try {
+        await admin.connect();
+        break;
+      } catch {
+        if (i > 50) throw new Error('private redis-server did not start');
+        admin.disconnect();
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    // The locker may write the lock keys of targets whose id starts with "a" only.
+    await admin.call('ACL', 'SETUSER', 'locker', 'on', '>pw', `~${names.keyPrefix}:lock:target:a*`, '+@all');
+    limited = new Redis({ port, host: '127.0.0.1', username: 'locker', password: 'pw' });
+  });
+  afterAll(async () => {
+    limited?.disconnect();
+    admin?.disconnect();
+    server?.kill('SIGKILL');
+  });
+
+  it('given a pipeline where one SET is refused, when acquiring, then it throws and the lock it did take is released', async () => {
+    const locks = new TargetLocks(limited, names);
+    await expect(locks.acquire(['a-target', 'b-target'])).rejects.toThrow(/NOPERM/);
+    expect(await admin.exists(keys.targetLock(names, 'a-target'))).toBe(0);
+    // And the target can be locked again at once.
+    const held = await locks.acquire(['a-target']);
+    expect([...held.acquired]).toEqual(['a-target']);
+    await held.release();
+  });
+});
