@@ -1,8 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import net from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReportBatcher } from '../src/ingest/batcher.js';
@@ -10,6 +8,7 @@ import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { silentLogger } from '../src/log.js';
 import { worked } from './support/reports.js';
 import { bySeverity, fetchMetric, METRICS_SECRET, metricsToken } from './support/metrics.js';
+import { startPrivateRedis, type PrivateRedis } from './support/private-redis.js';
 import { fetchCached, json, startTestService, type TestService } from './support/service.js';
 
 /**
@@ -29,53 +28,6 @@ const MEMBER_A = token({ teams: [TEAM_A] });
 
 const sev = bySeverity;
 
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** `dir`: keep the data in a dump file there (written by SAVE, loaded at start) instead of none. */
-async function startPrivateRedis(port?: number, dir?: string): Promise<{ child: ChildProcess; url: string }> {
-  port ??= await freePort();
-  const persistence = dir ? ['--dir', dir, '--dbfilename', 'dump.rdb'] : [];
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...persistence], { stdio: 'ignore' });
-  // Never outlive this test process, whatever happens to the hooks.
-  const kill = () => child.kill('SIGKILL');
-  process.once('exit', kill);
-  child.once('exit', () => process.off('exit', kill));
-  const url = `redis://127.0.0.1:${port}`;
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on('error', () => undefined);
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    try {
-      await probe.connect();
-      await probe.ping();
-      break;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`private redis-server on port ${port} did not start`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  probe.disconnect();
-  return { child, url };
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    child.once('exit', () => resolve());
-    child.kill('SIGKILL');
-  });
-}
-
 /**
  * A service on a private Redis with SPEC §3.8's r1–r4 applied, www.example.com in TEAM_A. No queue
  * worker: BullMQ workers can outlive a Redis outage at shutdown. The reports go through the same
@@ -91,7 +43,7 @@ async function startWithWorkedHistory(redisUrl: string): Promise<TestService> {
 }
 
 describe('metrics cache when Redis goes away (a private redis-server)', () => {
-  let redisServer: { child: ChildProcess; url: string };
+  let redisServer: PrivateRedis;
   let svc: TestService;
   const get = (path: string, bearer = ADMIN) => fetchMetric(svc.metricsApiUrl!, path, bearer);
 
@@ -101,10 +53,9 @@ describe('metrics cache when Redis goes away (a private redis-server)', () => {
   });
   afterAll(async () => {
     // The service closes its queue and worker through Redis: bring it back if a test left it down.
-    const c = redisServer.child;
-    if (c.exitCode !== null || c.signalCode !== null) redisServer = await startPrivateRedis(Number(new URL(redisServer.url).port));
+    if (!redisServer.running()) redisServer = await startPrivateRedis({ port: redisServer.port });
     await svc.close();
-    await stop(redisServer.child);
+    await redisServer.kill();
   });
 
   it('given Redis stalls (CLIENT PAUSE), when a metric is requested, then it is computed without waiting for Redis', async () => {
@@ -125,7 +76,7 @@ describe('metrics cache when Redis goes away (a private redis-server)', () => {
     const hit = await get(path, MEMBER_A);
     expect(hit).toMatchObject({ status: 200, cache: 'HIT' });
 
-    await stop(redisServer.child);
+    await redisServer.kill();
 
     for (let i = 0; i < 3; i += 1) {
       const started = performance.now();
@@ -149,7 +100,7 @@ describe('metrics cache when Redis goes away (a private redis-server)', () => {
   });
 
   it('given Redis comes back on the same port, when requests continue, then answers are cached again', async () => {
-    redisServer = await startPrivateRedis(Number(new URL(redisServer.url).port));
+    redisServer = await startPrivateRedis({ port: redisServer.port });
     const path = `teams/${TEAM_A}/stats/open`;
     const deadline = Date.now() + 15_000;
     let first = await get(path, MEMBER_A);
@@ -164,7 +115,7 @@ describe('metrics cache when Redis goes away (a private redis-server)', () => {
 
 describe('cached answers after an outage of a Redis that keeps its data (a private redis-server with a dump file)', () => {
   let dir: string;
-  let redisServer: { child: ChildProcess; url: string };
+  let redisServer: PrivateRedis;
   let svc: TestService;
   const TEAM_B = 'b7d9e1f3-5a7c-4e9b-8d1f-3a5c7e9b1d3f';
   const get = (path: string) => fetchMetric(svc.metricsApiUrl!, path, ADMIN);
@@ -172,14 +123,13 @@ describe('cached answers after an outage of a Redis that keeps its data (a priva
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vulndb-redis-'));
-    redisServer = await startPrivateRedis(undefined, dir);
+    redisServer = await startPrivateRedis({ dir, persistence: 'rdb' });
     svc = await startWithWorkedHistory(redisServer.url);
   });
   afterAll(async () => {
-    const c = redisServer.child;
-    if (c.exitCode !== null || c.signalCode !== null) redisServer = await startPrivateRedis(Number(new URL(redisServer.url).port), dir);
+    if (!redisServer.running()) redisServer = await startPrivateRedis({ port: redisServer.port, dir, persistence: 'rdb' });
     await svc.close();
-    await stop(redisServer.child);
+    await redisServer.kill();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -192,13 +142,13 @@ describe('cached answers after an outage of a Redis that keeps its data (a priva
     const admin = new Redis(redisServer.url);
     await admin.save(); // the entries and the data version survive the restart below
     await admin.quit();
-    await stop(redisServer.child);
+    await redisServer.kill();
 
     // Redis is down: the association is stored, its version bump cannot be made.
     await json(svc.postJson('/targets', { identifier: 'www.example.com', teams: [TEAM_B] }), 201);
     expect(await findings(path)).toMatchObject({ cache: 'BYPASS', body: { findings: [{ target: { teams: [TEAM_A, TEAM_B] } }] } });
 
-    redisServer = await startPrivateRedis(Number(new URL(redisServer.url).port), dir);
+    redisServer = await startPrivateRedis({ port: redisServer.port, dir, persistence: 'rdb' });
     const deadline = Date.now() + 15_000;
     let after = await findings(path);
     while (after.cache === 'BYPASS' && Date.now() < deadline) {
