@@ -1,5 +1,6 @@
 import type { Queue } from 'bullmq';
 import Koa from 'koa';
+import { dbApiAccess } from './auth/db-api.js';
 import { ResponseCache, type CacheSettings } from './cache/response-cache.js';
 import { checkRoutes } from './checks/routes.js';
 import { nowSeconds } from './domain/time.js';
@@ -12,6 +13,7 @@ import { dbApiBody, dbErrors, errorMiddleware } from './errors.js';
 import { healthRoutes } from './health/routes.js';
 import { accessLog, ignoreTrailingSlash, mountRoutes } from './http/middleware.js';
 import type { Logger } from './log.js';
+import type { TokenKeys } from './metrics/keys.js';
 import { statsRoutes } from './stats/routes.js';
 import type { Store } from './storage/gateway.js';
 import type { Locks } from './ingest/target-locks.js';
@@ -35,6 +37,8 @@ export interface DbApiDeps {
   onTeamsChanged?: () => Promise<void>;
   /** Redis read-through cache of findings lists (keyed by the data version); none: always computed. */
   cache?: CacheSettings | undefined;
+  /** DB_API_AUTH=jwt: bearer tokens verified with these keys (SPEC §5.1, src/auth/db-api.ts); none: open. */
+  auth?: TokenKeys | undefined;
 }
 
 export function createDbApi(deps: DbApiDeps): Koa {
@@ -42,6 +46,7 @@ export function createDbApi(deps: DbApiDeps): Koa {
   app.use(errorMiddleware(dbApiBody, deps.log));
   app.use(accessLog(deps.log));
   app.use(ignoreTrailingSlash);
+  app.use(dbApiAccess(deps.auth));
   const api: ApiContext = {
     store: deps.store,
     pageSizeDefault: deps.pageSizeDefault,

@@ -94,6 +94,7 @@ export function statusAndTime(f: TimeFilter, now: number): Sql {
 
 export interface Scope {
   team?: string | undefined;
+  /** Targets of at least one of these teams; an empty list selects no target. */
   teams?: string[] | undefined;
   identifier?: string | undefined;
   identifierMatch?: boolean | undefined;
@@ -114,6 +115,10 @@ export function targetScope(s: Scope, column = 'target_id'): Sql {
   if (s.teams !== undefined && s.teams.length > 0) {
     out.params.scopeTeams = s.teams;
     out.where.push(`${column} IN (SELECT target_id FROM target_teams WHERE team IN {scopeTeams:Array(String)})`);
+  } else if (s.teams !== undefined) {
+    // No team, no target: the scope of a caller without teams (src/auth/scope.ts). Requests never
+    // bind an empty list: `teams=` is absent.
+    out.where.push('0');
   }
   if (s.identifier !== undefined) {
     if (s.identifierMatch) {

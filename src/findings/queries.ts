@@ -317,16 +317,17 @@ export interface EventRow {
   epoch: number;
 }
 
-/** A finding's FOUND events, latest first (SPEC §5.4). */
-export function eventPage(store: Store, findingId: string, page: Paging): Promise<PageOf<EventRow>> {
+/** A finding's FOUND events, latest first (SPEC §5.4); none when the finding is not `visible`. */
+export function eventPage(store: Store, findingId: string, page: Paging, visible: Sql = { where: [], params: {} }): Promise<PageOf<EventRow>> {
+  const where = merge({ where: ['finding_id = {finding:UUID}'], params: { finding: findingId } }, visible);
   return pagedQuery<EventRow>(
     store,
     {
       select: 'id, finding_id, source_id, score, details, resources, toUInt32(time) AS epoch',
       from: 'finding_events',
-      where: 'WHERE finding_id = {finding:UUID}',
+      where: whereClause(where),
       orderBy: `time DESC, ${byId()}`,
-      params: { finding: findingId },
+      params: where.params,
     },
     page,
   );

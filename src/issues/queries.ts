@@ -1,4 +1,5 @@
 import type { Paging } from '../filters/params.js';
+import { merge, whereClause, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
 
@@ -16,26 +17,39 @@ export interface Issue {
 
 export const ISSUE_COLUMNS = 'id, summary, cwe_id, description, recommendations, reference_links, labels';
 
-export async function issuesByIds(store: Store, ids: string[]): Promise<Map<string, Issue>> {
+/**
+ * `visible`, where given, is the caller's scope (src/auth/scope.ts): a condition on the issue id
+ * (issuesInScope) or, for a target's issues, on the target id (targetsInScope).
+ */
+
+const EVERY: Sql = { where: [], params: {} };
+
+export async function issuesByIds(store: Store, ids: string[], visible: Sql = EVERY): Promise<Map<string, Issue>> {
   if (ids.length === 0) return new Map();
-  const rows = await store.query<Issue>(`SELECT ${ISSUE_COLUMNS} FROM issues_current WHERE id IN {ids:Array(UUID)}`, { ids });
+  const where = merge({ where: ['id IN {ids:Array(UUID)}'], params: { ids } }, visible);
+  const rows = await store.query<Issue>(`SELECT ${ISSUE_COLUMNS} FROM issues_current ${whereClause(where)}`, where.params);
   return new Map(rows.map((r) => [r.id, r]));
 }
 
-export function issuePage(store: Store, page: Paging): Promise<PageOf<Issue>> {
-  return pagedQuery<Issue>(store, { select: ISSUE_COLUMNS, from: 'issues_current', where: '', orderBy: byId(), params: {} }, page);
+export function issuePage(store: Store, page: Paging, visible: Sql = EVERY): Promise<PageOf<Issue>> {
+  return pagedQuery<Issue>(
+    store,
+    { select: ISSUE_COLUMNS, from: 'issues_current', where: whereClause(visible), orderBy: byId(), params: visible.params },
+    page,
+  );
 }
 
-/** Issues with at least one finding on the target (SPEC §6.5). */
-export function issuesOfTarget(store: Store, targetId: string, page: Paging): Promise<PageOf<Issue>> {
+/** Issues with at least one finding on the target (SPEC §6.5); none when the target is not `visibleTarget`. */
+export function issuesOfTarget(store: Store, targetId: string, page: Paging, visibleTarget: Sql = EVERY): Promise<PageOf<Issue>> {
+  const findings = merge({ where: ['target_id = {target:UUID}'], params: { target: targetId } }, visibleTarget);
   return pagedQuery<Issue>(
     store,
     {
       select: ISSUE_COLUMNS,
       from: 'issues_current',
-      where: 'WHERE id IN (SELECT issue_id FROM findings WHERE target_id = {target:UUID})',
+      where: `WHERE id IN (SELECT issue_id FROM findings ${whereClause(findings)})`,
       orderBy: byId(),
-      params: { target: targetId },
+      params: findings.params,
     },
     page,
   );

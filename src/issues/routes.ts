@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { issuesInScope, scopeOf, targetsInScope, type CallerScope } from '../auth/scope.js';
 import { findingId } from '../domain/ids.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
@@ -11,24 +12,27 @@ import { emptyPage } from '../storage/paged.js';
 import { targetsOfIssue } from '../targets/queries.js';
 import { issuePage, issuesByIds } from './queries.js';
 
-/** The finding for an issue and a target (SPEC §6.4/§6.5), optionally for one affected resource. */
-export async function issueTargetFinding(api: ApiContext, issueId: string, targetIdValue: string, resource?: string) {
+/**
+ * The finding for an issue and a target (SPEC §6.4/§6.5), optionally for one affected resource;
+ * 404 outside the caller's scope.
+ */
+export async function issueTargetFinding(api: ApiContext, scope: CallerScope, issueId: string, targetIdValue: string, resource?: string) {
   if (!isUuid(issueId) || !isUuid(targetIdValue)) throw dbErrors.notFound();
   const id = resource !== undefined ? findingId(targetIdValue, issueId, resource) : await findingOfIssueOnTarget(api.store, issueId, targetIdValue);
-  return oneFinding(api, id);
+  return oneFinding(api, scope, id);
 }
 
 export function issueRoutes(api: ApiContext): Router {
   const router = new Router();
 
   router.get('/issues', async (ctx) => {
-    const result = await issuePage(api.store, pageQuery(ctx.query, api));
+    const result = await issuePage(api.store, pageQuery(ctx.query, api), issuesInScope(scopeOf(ctx)));
     ctx.body = { pagination: result.pagination, issues: result.rows };
   });
 
   router.get('/issues/:id', async (ctx) => {
     const id = ctx.params.id!;
-    const issue = isUuid(id) ? (await issuesByIds(api.store, [id])).get(id) : undefined;
+    const issue = isUuid(id) ? (await issuesByIds(api.store, [id], issuesInScope(scopeOf(ctx)))).get(id) : undefined;
     if (!issue) throw dbErrors.notFound();
     ctx.body = { issue };
   });
@@ -46,21 +50,21 @@ export function issueRoutes(api: ApiContext): Router {
       ctx.body = { pagination: emptyPage(page), targets: [] };
       return;
     }
-    const result = await targetsOfIssue(api.store, id, page);
+    const result = await targetsOfIssue(api.store, id, page, targetsInScope(scopeOf(ctx), 'id'));
     ctx.body = { pagination: result.pagination, targets: result.rows };
   });
 
   router.get('/issues/:id/targets/:target', async (ctx) => {
-    ctx.body = await issueTargetFinding(api, ctx.params.id!, ctx.params.target!);
+    ctx.body = await issueTargetFinding(api, scopeOf(ctx), ctx.params.id!, ctx.params.target!);
   });
 
   router.get('/issues/:id/targets/:target/resources/:resource', async (ctx) => {
-    ctx.body = await issueTargetFinding(api, ctx.params.id!, ctx.params.target!, ctx.params.resource!);
+    ctx.body = await issueTargetFinding(api, scopeOf(ctx), ctx.params.id!, ctx.params.target!, ctx.params.resource!);
   });
 
   router.get('/issues/:id/mttr', async (ctx) => {
     const id = ctx.params.id!;
-    ctx.body = await mttrResponse(api, isUuid(id) ? mttrScope.base({ issueId: id }) : undefined);
+    ctx.body = await mttrResponse(api, scopeOf(ctx), isUuid(id) ? mttrScope.base({ issueId: id }) : undefined);
   });
 
   return router;

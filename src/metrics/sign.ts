@@ -20,16 +20,19 @@ export interface TokenRequest {
   sub: string;
   teams: string[];
   admin: boolean;
+  /** Rights beyond reading, e.g. `ingest` for database API writes (SPEC §5.1); none when absent. */
+  scopes?: string[];
   /** Lifetime in seconds. */
   ttl: number;
 }
 
-/** The claims of SPEC §8.1 plus iat/exp (and iss/aud when the server checks them). */
+/** The claims of SPEC §8.1 (and §5.1's scopes) plus iat/exp (and iss/aud when the server checks them). */
 export function tokenClaims(req: TokenRequest, now: number, check: { issuer?: string | undefined; audience?: string | undefined } = {}) {
   return {
     sub: req.sub,
     teams: req.teams,
     admin: req.admin,
+    ...(req.scopes !== undefined && req.scopes.length > 0 ? { scopes: req.scopes } : {}),
     iat: now,
     exp: now + req.ttl,
     ...(check.issuer !== undefined ? { iss: check.issuer } : {}),

@@ -1,5 +1,6 @@
 import { formatInstant } from '../domain/time.js';
 import type { Paging } from '../filters/params.js';
+import { merge, whereClause, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
 
@@ -30,17 +31,21 @@ export async function sourcesByIds(store: Store, ids: string[]): Promise<Map<str
   return new Map(rows.map((r) => [r.id, toSource(r)]));
 }
 
-/** One source with its family (for the family's MTTR). */
-export async function sourceById(store: Store, id: string): Promise<(Source & { familyId: string }) | undefined> {
-  const [row] = await store.query<SourceRow>(`SELECT ${COLUMNS} FROM sources WHERE id = {id:UUID} LIMIT 1`, { id });
+/**
+ * One source with its family (for the family's MTTR). `visibleTargets` (the caller's scope,
+ * src/auth/scope.ts) restricts the sources read here to those of these targets.
+ */
+export async function sourceById(store: Store, id: string, visibleTargets: Sql = { where: [], params: {} }): Promise<(Source & { familyId: string }) | undefined> {
+  const where = merge({ where: ['id = {id:UUID}'], params: { id } }, visibleTargets);
+  const [row] = await store.query<SourceRow>(`SELECT ${COLUMNS} FROM sources ${whereClause(where)} LIMIT 1`, where.params);
   return row ? { ...toSource(row), familyId: row.family_id } : undefined;
 }
 
 /** Sources by time, then id (SPEC §5.4). */
-export async function sourcePage(store: Store, page: Paging): Promise<PageOf<Source>> {
+export async function sourcePage(store: Store, page: Paging, visibleTargets: Sql = { where: [], params: {} }): Promise<PageOf<Source>> {
   const result = await pagedQuery<SourceRow>(
     store,
-    { select: COLUMNS, from: 'sources', where: '', orderBy: `time, ${byId()}`, params: {} },
+    { select: COLUMNS, from: 'sources', where: whereClause(visibleTargets), orderBy: `time, ${byId()}`, params: visibleTargets.params },
     page,
   );
   return { rows: result.rows.map(toSource), pagination: result.pagination };

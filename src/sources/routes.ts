@@ -1,4 +1,6 @@
 import Router from '@koa/router';
+import type { Context } from 'koa';
+import { scopeOf, targetsInScope } from '../auth/scope.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
 import { findingListQuery, pageQuery } from '../filters/params.js';
@@ -9,15 +11,16 @@ import { sourceById, sourcePage } from './queries.js';
 
 export function sourceRoutes(api: ApiContext): Router {
   const router = new Router();
-  const lookup = async (id: string) => (isUuid(id) ? sourceById(api.store, id) : undefined);
+  // A source of a target outside the caller's scope is unknown to it.
+  const lookup = async (ctx: Context, id: string) => (isUuid(id) ? sourceById(api.store, id, targetsInScope(scopeOf(ctx))) : undefined);
 
   router.get('/sources', async (ctx) => {
-    const result = await sourcePage(api.store, pageQuery(ctx.query, api));
+    const result = await sourcePage(api.store, pageQuery(ctx.query, api), targetsInScope(scopeOf(ctx)));
     ctx.body = { pagination: result.pagination, sources: result.rows };
   });
 
   router.get('/sources/:id', async (ctx) => {
-    const found = await lookup(ctx.params.id!);
+    const found = await lookup(ctx, ctx.params.id!);
     if (!found) throw dbErrors.notFound();
     const { familyId: _family, ...source } = found;
     ctx.body = { source };
@@ -25,14 +28,15 @@ export function sourceRoutes(api: ApiContext): Router {
 
   router.get('/sources/:id/findings', async (ctx) => {
     const { filters, page } = findingListQuery(ctx.query, api);
-    const source = await lookup(ctx.params.id!);
+    const source = await lookup(ctx, ctx.params.id!);
     await answerFindingList(ctx, api, source && { sourceId: source.id, targetId: source.target_id }, filters, page);
   });
 
-  // The MTTR of the source's whole family (name, component, options) on every target (SPEC §6.3).
+  // The MTTR of the source's whole family (name, component, options) on every target (SPEC §6.3)
+  // in the caller's scope.
   router.get('/sources/:id/mttr', async (ctx) => {
-    const source = await lookup(ctx.params.id!);
-    ctx.body = await mttrResponse(api, source && mttrScope.family(source.familyId));
+    const source = await lookup(ctx, ctx.params.id!);
+    ctx.body = await mttrResponse(api, scopeOf(ctx), source && mttrScope.family(source.familyId));
   });
 
   return router;

@@ -1,5 +1,5 @@
 import type { Paging } from '../filters/params.js';
-import { labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
+import { findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
 import { NEVER } from '../domain/time.js';
 import { issuesByIds, type Issue } from '../issues/queries.js';
 import type { Store } from '../storage/gateway.js';
@@ -14,10 +14,11 @@ export interface IssueStat extends Issue {
 /**
  * SPEC §7.3: for each issue with at least one counted finding, its counted findings currently OPEN
  * and FIXED. A finding counts when its score is within bounds and, with dates, it has a FOUND event
- * in [L, U).
+ * in [L, U). `team`/`teams` (the scope of a caller restricted to its teams, src/auth/scope.ts)
+ * count only their targets' findings.
  */
 export function issueStats(store: Store, f: StatFilters, page: Paging): Promise<PageOf<IssueStat>> {
-  const filtered = [f.minScore, f.maxScore, f.minDate, f.maxDateEnd].some((v) => v !== undefined);
+  const filtered = [f.minScore, f.maxScore, f.minDate, f.maxDateEnd, f.team, f.teams].some((v) => v !== undefined);
   return filtered ? filteredIssueStats(store, f, page) : currentIssueStats(store, page);
 }
 
@@ -53,9 +54,10 @@ async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<Iss
   return { rows, pagination: counts.pagination };
 }
 
-/** With scores or dates, the selected findings' latest versions are grouped by issue. */
+/** With scores, dates or teams, the selected findings' latest versions are grouped by issue. */
 function filteredIssueStats(store: Store, f: StatFilters, page: Paging): Promise<PageOf<IssueStat>> {
-  let sql = labelsAndScores({ minScore: f.minScore, maxScore: f.maxScore });
+  const rows = findingsIn({ team: f.team, teams: f.teams });
+  let sql = merge(rows.scope, labelsAndScores({ minScore: f.minScore, maxScore: f.maxScore }));
   if (f.minDate !== undefined || f.maxDateEnd !== undefined) {
     sql = merge(sql, {
       where: [`id IN (SELECT finding_id FROM finding_events WHERE time >= {eventFrom:DateTime('UTC')} AND time < {eventTo:DateTime('UTC')})`],
@@ -70,7 +72,7 @@ function filteredIssueStats(store: Store, f: StatFilters, page: Paging): Promise
        INNER JOIN
        (
            SELECT issue_id, countIf(status = 'OPEN') AS open, countIf(status = 'FIXED') AS fixed
-           FROM findings FINAL ${whereClause(sql)}
+           FROM ${rows.from} ${whereClause(sql)}
            GROUP BY issue_id
        ) AS c ON c.issue_id = i.id`,
       where: '',

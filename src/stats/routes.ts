@@ -1,4 +1,6 @@
 import Router from '@koa/router';
+import type { Context } from 'koa';
+import { scopeOf, targetsInScope, withinScope } from '../auth/scope.js';
 import { checkDates, paging, parseQuery, toFilters, type FieldName } from '../filters/params.js';
 import type { ApiContext } from '../http/context.js';
 import { assetStats } from './assets.js';
@@ -17,27 +19,29 @@ import { storeSize } from './size.js';
 
 const COUNT_PARAMS = ['atDate', 'minDate', 'maxDate', 'minScore', 'maxScore', 'team', 'teams', 'identifiers', 'labels'] as const;
 
-export function statFilters<K extends FieldName>(names: readonly K[], query: Parameters<typeof parseQuery>[1]): StatFilters {
-  const q = parseQuery(names, query);
+/** The validated selection of a statistic, within the caller's scope (src/auth/scope.ts). */
+export function statFilters<K extends FieldName>(names: readonly K[], ctx: Context): StatFilters {
+  const q = parseQuery(names, ctx.query);
   checkDates(q as Parameters<typeof checkDates>[0]);
-  return toFilters(q);
+  return withinScope(scopeOf(ctx), toFilters(q));
 }
 
 export function statsRoutes(api: ApiContext): Router {
   const router = new Router();
 
   router.get('/stats/open', async (ctx) => {
-    ctx.body = { open_issues: await findingCounts(api.store, 'OPEN', statFilters(COUNT_PARAMS, ctx.query), api.now()) };
+    ctx.body = { open_issues: await findingCounts(api.store, 'OPEN', statFilters(COUNT_PARAMS, ctx), api.now()) };
   });
 
   router.get('/stats/fixed', async (ctx) => {
-    ctx.body = { fixed_issues: await findingCounts(api.store, 'FIXED', statFilters(COUNT_PARAMS, ctx.query), api.now()) };
+    ctx.body = { fixed_issues: await findingCounts(api.store, 'FIXED', statFilters(COUNT_PARAMS, ctx), api.now()) };
   });
 
   router.get('/stats/issues', async (ctx) => {
     const q = parseQuery(['page', 'size', 'atDate', 'minDate', 'maxDate', 'minScore', 'maxScore'], ctx.query, api);
     checkDates(q);
-    const { atDate: _ignored, ...filters } = toFilters(q);
+    // No team filters here: a scoped caller's teams come in as `team`/`teams`.
+    const { atDate: _ignored, ...filters } = withinScope(scopeOf(ctx), toFilters(q));
     const result = await issueStats(api.store, filters, paging(q, api));
     ctx.body = { pagination: result.pagination, issues: result.rows };
   });
@@ -45,26 +49,26 @@ export function statsRoutes(api: ApiContext): Router {
   router.get('/stats/mttr', async (ctx) => {
     const { atDate: _ignored, ...filters } = statFilters(
       ['atDate', 'minDate', 'maxDate', 'minScore', 'maxScore', 'team', 'teams', 'labels'],
-      ctx.query,
+      ctx,
     );
     ctx.body = { mttr: await mttrStats(api.store, filters) };
   });
 
   router.get('/stats/size', async (ctx) => {
-    ctx.body = { size: await storeSize(api.store) };
+    ctx.body = { size: await storeSize(api.store, targetsInScope(scopeOf(ctx))) };
   });
 
   router.get('/stats/assets', async (ctx) => {
-    ctx.body = { assets: await assetStats(api.store, statFilters(['team', 'teams', 'identifiers', 'labels'], ctx.query)) };
+    ctx.body = { assets: await assetStats(api.store, statFilters(['team', 'teams', 'identifiers', 'labels'], ctx)) };
   });
 
   router.get('/stats/exposure', async (ctx) => {
-    const f = statFilters(['atDate', 'minScore', 'maxScore', 'team', 'teams'], ctx.query);
+    const f = statFilters(['atDate', 'minScore', 'maxScore', 'team', 'teams'], ctx);
     ctx.body = { exposure: await totalExposureStats(api.store, f, api.now()) };
   });
 
   router.get('/stats/exposure/current', async (ctx) => {
-    const f = statFilters(['atDate', 'minScore', 'maxScore', 'team', 'teams', 'labels'], ctx.query);
+    const f = statFilters(['atDate', 'minScore', 'maxScore', 'team', 'teams', 'labels'], ctx);
     ctx.body = { current_exposure: await currentExposureStats(api.store, f, api.now()) };
   });
 

@@ -1,7 +1,7 @@
 import { targetId } from '../domain/ids.js';
 import { nowSeconds } from '../domain/time.js';
 import type { Paging } from '../filters/params.js';
-import { targetScope, whereClause, type Scope, type Sql } from '../filters/sql.js';
+import { merge, targetScope, whereClause, type Scope, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
 import { acquireAll, LockTimeout, type Locks } from '../ingest/target-locks.js';
@@ -89,9 +89,10 @@ export function targetPage(store: Store, scope: Scope, page: Paging): Promise<Pa
   return targetList(store, targetScope(scope, 'id'), page);
 }
 
-/** Targets with at least one finding of the issue (SPEC §6.4). */
-export function targetsOfIssue(store: Store, issueId: string, page: Paging): Promise<PageOf<Target>> {
-  return targetList(store, { where: ['id IN (SELECT target_id FROM findings WHERE issue_id = {issue:UUID})'], params: { issue: issueId } }, page);
+/** Targets with at least one finding of the issue (SPEC §6.4) among the `visible` ones (a condition on `id`). */
+export function targetsOfIssue(store: Store, issueId: string, page: Paging, visible: Sql = { where: [], params: {} }): Promise<PageOf<Target>> {
+  const ofIssue = { where: ['id IN (SELECT target_id FROM findings WHERE issue_id = {issue:UUID})'], params: { issue: issueId } };
+  return targetList(store, merge(ofIssue, visible), page);
 }
 
 // Association order must survive several associations within one millisecond.

@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { canSee, scopeOf, targetsInScope, withinScope } from '../auth/scope.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
 import { findingListQuery, pageQuery, paging, parseQuery, toFilters } from '../filters/params.js';
@@ -23,14 +24,14 @@ export function targetRoutes(
 
   router.get('/targets', async (ctx) => {
     const q = parseQuery(['page', 'size', 'identifiermatch', 'team', 'teams', 'identifier', 'identifiers'], ctx.query, api);
-    const result = await targetPage(api.store, toFilters(q), paging(q, api));
+    const result = await targetPage(api.store, withinScope(scopeOf(ctx), toFilters(q)), paging(q, api));
     ctx.body = { pagination: result.pagination, targets: result.rows };
   });
 
   router.get('/targets/:id', async (ctx) => {
     const id = ctx.params.id!;
     const target = isUuid(id) ? (await targetsByIds(api.store, [id])).get(id) : undefined;
-    if (!target) throw dbErrors.notFound();
+    if (!target || !canSee(scopeOf(ctx), target.teams)) throw dbErrors.notFound();
     ctx.body = { target };
   });
 
@@ -47,21 +48,21 @@ export function targetRoutes(
       ctx.body = { pagination: emptyPage(page), issues: [] };
       return;
     }
-    const result = await issuesOfTarget(api.store, id, page);
+    const result = await issuesOfTarget(api.store, id, page, targetsInScope(scopeOf(ctx)));
     ctx.body = { pagination: result.pagination, issues: result.rows };
   });
 
   router.get('/targets/:id/issues/:issue', async (ctx) => {
-    ctx.body = await issueTargetFinding(api, ctx.params.issue!, ctx.params.id!);
+    ctx.body = await issueTargetFinding(api, scopeOf(ctx), ctx.params.issue!, ctx.params.id!);
   });
 
   router.get('/targets/:id/issues/:issue/resources/:resource', async (ctx) => {
-    ctx.body = await issueTargetFinding(api, ctx.params.issue!, ctx.params.id!, ctx.params.resource!);
+    ctx.body = await issueTargetFinding(api, scopeOf(ctx), ctx.params.issue!, ctx.params.id!, ctx.params.resource!);
   });
 
   router.get('/targets/:id/mttr', async (ctx) => {
     const id = ctx.params.id!;
-    ctx.body = await mttrResponse(api, isUuid(id) ? mttrScope.base({ targetId: id }) : undefined);
+    ctx.body = await mttrResponse(api, scopeOf(ctx), isUuid(id) ? mttrScope.base({ targetId: id }) : undefined);
   });
 
   router.post('/targets', async (ctx) => {
