@@ -146,6 +146,16 @@ describe('database API with DB_API_AUTH=jwt', () => {
       expect((await call('/healthcheck/')).status).toBe(200);
     });
 
+    it('given no token, when the OpenAPI document is requested, then it is served and describes the optional bearer scheme', async () => {
+      const doc = (await call('/openapi.json')).body;
+      expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+      expect(doc.security).toEqual([{}, { bearer: [] }]);
+      expect(doc.paths['/healthcheck'].get.security).toEqual([]);
+      expect(doc.paths['/findings'].get.responses).toHaveProperty('401');
+      expect(doc.paths['/findings'].get.responses).toHaveProperty('403');
+      expect(doc.paths['/checks'].post.responses).toHaveProperty('403');
+    });
+
     it('given an admin token, when findings are requested, then every finding is listed', async () => {
       const body = await get('/findings?size=100', ADMIN);
       expect(body.pagination.total).toBe(7);
