@@ -14,10 +14,12 @@ import type { Caller } from './tokens.js';
  *   request naming a team the caller lacks is 403), so lists, totals, cache keys and statistics are
  *   those of the caller's teams, exactly as an admin asking with `teams=` sees them;
  * - the lists and statistics without team filters (issues, sources, events, sub-lists by parent,
- *   MTTR, /stats/size, /stats/issues): `targetsInScope`, a condition on a target id column added to
- *   their SQL;
- * - single resources: `canSee` on the teams of the resource's target, 404 outside the scope (the
- *   answer of an unknown id, so existence does not leak).
+ *   MTTR, /stats/size; /stats/issues takes the caller's teams as filters): a condition added to
+ *   their SQL on a target id (`targetsInScope`), a finding id (`findingsInScope`) or an issue id
+ *   (`issuesInScope`), with bound parameters;
+ * - single resources: 404 outside the scope, the answer of an unknown id, so existence does not
+ *   leak — findings and targets by `canSee` on the teams of their target, issues and sources by the
+ *   conditions above.
  */
 
 export type CallerScope = { readonly all: true } | { readonly all: false; readonly teams: readonly string[] };
