@@ -12,9 +12,12 @@ import { openStore } from '../storage/gateway.js';
 import { migrate } from '../storage/migrate.js';
 import { directBatchesInFlight, importDirect, importReports, waitForQueueDrain, type DirectProgress, type ImportProgress } from './import.js';
 import { totalInputBytes } from './read-reports.js';
+import { progressShower } from './progress.js';
+import { jobsCommand } from './jobs.js';
+import { recomputeCommand } from './recompute.js';
 import { tokenCommand } from './token.js';
 
-/** The `vulndb` command: run the service, apply migrations, import reports. */
+/** The `vulndb` command: run the service, apply migrations, import reports, and the operator commands. */
 
 function config(): Config {
   try {
@@ -96,22 +99,6 @@ program
     await store.close();
     process.stdout.write(applied.length ? `applied migrations ${applied.join(', ')}\n` : 'schema up to date\n');
   });
-
-function progressShower() {
-  const tty = process.stderr.isTTY;
-  let last = 0;
-  return {
-    show(text: string, force = false) {
-      const now = performance.now();
-      if (!force && now - last < (tty ? 100 : 5000)) return;
-      last = now;
-      process.stderr.write(tty ? `\r\x1b[2K${text}` : `${text}\n`);
-    },
-    end() {
-      if (tty) process.stderr.write('\n');
-    },
-  };
-}
 
 function printRejections(summary: { rejected: number; rejections: { origin: string; reason: string }[] }) {
   for (const r of summary.rejections) process.stdout.write(`  rejected ${r.origin}: ${r.reason}\n`);
@@ -232,6 +219,8 @@ program
   });
 
 program.addCommand(tokenCommand(config));
+program.addCommand(jobsCommand(config));
+program.addCommand(recomputeCommand(config));
 
 program.parseAsync(process.argv).catch((err) => {
   process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);

@@ -1,0 +1,280 @@
+import { Command, Option } from 'commander';
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config.js';
+import { CHECK_BUNDLES_QUEUE, CHECKS_QUEUE } from '../queue/contract.js';
+import { defaultRedisNames, type RedisNames } from '../queue/redis.js';
+import { EXIT, usageError, usageErrorsExit2 } from './exit.js';
+
+/**
+ * `vulndb jobs failed` and `vulndb jobs retry`: the failed jobs an operator must be able to list
+ * and re-drive (SPEC §3.7). Failed jobs are kept 7 days within the latest 100,000 per queue
+ * (checkJobOptions). The ingest queues are read by default; `--queue` names others (any BullMQ
+ * queue under the service's prefix).
+ *
+ * A re-driven job keeps its attempt counts: the worker then applies its report in recovery mode
+ * (an earlier attempt may have written part of it) and, as its transient retries were spent,
+ * fails it again at once if it fails again.
+ */
+
+export const INGEST_QUEUES = [CHECKS_QUEUE, CHECK_BUNDLES_QUEUE];
+/** Targets shown for a bundle. */
+const BUNDLE_TARGETS_SHOWN = 3;
+
+export interface FailedJob {
+  queue: string;
+  id: string;
+  /** The failure reason the worker gave. */
+  reason: string;
+  /** When it failed (BullMQ finishedOn), RFC 3339. */
+  failed_at: string | null;
+  /** Times the job was started (each retry and each return after a stall counts). */
+  attempts: number;
+  attempts_made: number;
+  /** A report's target and check, when the data is a report. */
+  target?: string;
+  check_id?: string;
+  /** A bundle's number of reports and its first targets. */
+  reports?: number;
+  targets?: string[];
+}
+
+export interface FailedList {
+  /** Failed jobs held by each queue. */
+  failed: Record<string, number>;
+  /** The newest `limit` of them, newest first. */
+  jobs: FailedJob[];
+}
+
+export class JobNotRetried extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number = EXIT.failed,
+  ) {
+    super(message);
+    this.name = 'JobNotRetried';
+  }
+}
+
+async function openQueues<T>(connection: Redis, names: RedisNames, queues: string[], use: (qs: Queue[]) => Promise<T>): Promise<T> {
+  const { Queue } = await import('bullmq');
+  const opened = queues.map((name) => {
+    const queue = new Queue(name, { connection, prefix: names.queuePrefix, skipWaitingForReady: true });
+    queue.on('error', () => {}); // failures surface where a command fails
+    return queue;
+  });
+  try {
+    return await use(opened);
+  } finally {
+    await Promise.all(opened.map((q) => q.close().catch(() => undefined)));
+  }
+}
+
+const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
+
+/** What a job's data tells about its report(s): a report's target and check, a bundle's size and targets. */
+export function describeData(data: unknown): Pick<FailedJob, 'target' | 'check_id' | 'reports' | 'targets'> {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return {};
+  const d = data as Record<string, unknown>;
+  if (Array.isArray(d.reports)) {
+    const targets = d.reports
+      .map((r) => (typeof r === 'object' && r !== null ? text((r as Record<string, unknown>).target) : undefined))
+      .filter((t): t is string => t !== undefined);
+    return { reports: d.reports.length, targets: [...new Set(targets)].slice(0, BUNDLE_TARGETS_SHOWN) };
+  }
+  const out: Pick<FailedJob, 'target' | 'check_id'> = {};
+  if (text(d.target) !== undefined) out.target = text(d.target)!;
+  if (text(d.check_id) !== undefined) out.check_id = text(d.check_id)!;
+  return out;
+}
+
+export async function listFailed(connection: Redis, names: RedisNames, opts: { queues?: string[]; limit?: number } = {}): Promise<FailedList> {
+  const queues = opts.queues ?? INGEST_QUEUES;
+  const limit = opts.limit ?? 50;
+  return openQueues(connection, names, queues, async (qs) => {
+    const failed: Record<string, number> = {};
+    const jobs: FailedJob[] = [];
+    for (const queue of qs) {
+      failed[queue.name] = await queue.getFailedCount();
+      // Newest first within each queue; the newest `limit` of all are among each queue's newest `limit`.
+      for (const job of await queue.getFailed(0, limit - 1)) {
+        if (!job) continue; // removed meanwhile
+        jobs.push({
+          queue: queue.name,
+          id: String(job.id),
+          reason: job.failedReason ?? '',
+          failed_at: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
+          attempts: job.attemptsStarted ?? 0,
+          attempts_made: job.attemptsMade ?? 0,
+          ...describeData(job.data),
+        });
+      }
+    }
+    jobs.sort((a, b) => (b.failed_at ?? '').localeCompare(a.failed_at ?? '') || a.queue.localeCompare(b.queue) || Number(b.id) - Number(a.id));
+    return { failed, jobs: jobs.slice(0, limit) };
+  });
+}
+
+/**
+ * Re-drives one failed job (BullMQ `job.retry('failed')`) of the first queue holding a job with
+ * that id. JobNotRetried when no queue has it, when it is not failed, or when it is failed in
+ * several queues (exit code 2: say which with --queue).
+ */
+export async function retryJob(connection: Redis, names: RedisNames, id: string, queues: string[] = INGEST_QUEUES): Promise<{ queue: string; id: string }> {
+  return openQueues(connection, names, queues, async (qs) => {
+    const found: { queue: Queue; state: string; job: NonNullable<Awaited<ReturnType<Queue['getJob']>>> }[] = [];
+    for (const queue of qs) {
+      const job = await queue.getJob(id);
+      if (job) found.push({ queue, job, state: await job.getState() });
+    }
+    const where = queues.join(', ');
+    if (found.length === 0) throw new JobNotRetried(`no job ${id} in ${where} (failed jobs are kept 7 days)`);
+    const failed = found.filter((f) => f.state === 'failed');
+    if (failed.length > 1) {
+      throw new JobNotRetried(`job ${id} failed in several queues (${failed.map((f) => f.queue.name).join(', ')}): choose one with --queue`, EXIT.usage);
+    }
+    const chosen = failed[0];
+    if (!chosen) {
+      throw new JobNotRetried(`job ${id} is not failed (${found.map((f) => `${f.queue.name}: ${f.state}`).join(', ')}): only failed jobs can be re-driven`);
+    }
+    await chosen.job.retry('failed');
+    return { queue: chosen.queue.name, id };
+  });
+}
+
+/**
+ * Re-drives every job that had failed when called (BullMQ `retryJobs`), per queue; returns how many
+ * each queue re-drove (failed jobs counted before and after, up to the instant of the call).
+ */
+export async function retryAll(connection: Redis, names: RedisNames, queues: string[] = INGEST_QUEUES): Promise<Record<string, number>> {
+  return openQueues(connection, names, queues, async (qs) => {
+    const retried: Record<string, number> = {};
+    for (const queue of qs) {
+      // The failed set is scored by finishedOn: jobs failing from now on are left for later.
+      const until = Date.now();
+      const before = await connection.zcount(queue.keys.failed!, 0, until);
+      if (before > 0) await queue.retryJobs({ state: 'failed', timestamp: until });
+      retried[queue.name] = before - (before > 0 ? await connection.zcount(queue.keys.failed!, 0, until) : 0);
+    }
+    return retried;
+  });
+}
+
+const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+function what(j: FailedJob): string {
+  if (j.reports !== undefined) {
+    const more = j.reports > (j.targets?.length ?? 0) ? ', …' : '';
+    return `bundle of ${j.reports}: ${(j.targets ?? []).join(', ')}${more}`;
+  }
+  if (j.target !== undefined || j.check_id !== undefined) return `${j.target ?? '?'} (check ${j.check_id ?? '?'})`;
+  return '';
+}
+
+/** The human-readable table of `vulndb jobs failed`. */
+export function failedTable(list: FailedList): string {
+  const queues = Object.keys(list.failed);
+  const total = Object.values(list.failed).reduce((a, b) => a + b, 0);
+  if (total === 0) return `no failed jobs in ${queues.join(', ')}\n`;
+  const header = ['FAILED AT', 'QUEUE', 'ID', 'ATTEMPTS', 'REPORT', 'REASON'];
+  const rows = list.jobs.map((j) => [
+    j.failed_at ? j.failed_at.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '-',
+    j.queue,
+    j.id,
+    String(j.attempts),
+    cut(what(j), 60),
+    cut(j.reason.replace(/\s+/g, ' '), 120),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const per = queues.map((q) => `${q} ${list.failed[q]}`).join(', ');
+  return [line(header), ...rows.map(line), '', `${list.jobs.length} of ${total} failed jobs shown (${per}); re-drive with: vulndb jobs retry <id> | --all`, ''].join('\n');
+}
+
+function queuesOption() {
+  return new Option('--queue <name>', `a queue to read (repeatable; default: ${INGEST_QUEUES.join(', ')})`).argParser(
+    (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+  );
+}
+
+/** Tests point the command at queues of their own (BullMQ key prefix). */
+const prefixOption = () => new Option('--queue-prefix <prefix>').default(defaultRedisNames.queuePrefix).hideHelp();
+
+async function connect(config: () => Config): Promise<Redis> {
+  const cfg = config();
+  const { requestConnection, whenReady } = await import('../queue/redis.js');
+  const redis = requestConnection(cfg.redisUrl);
+  if (!(await whenReady(redis))) {
+    redis.disconnect();
+    process.stderr.write(`cannot reach Redis at ${cfg.redisUrl}\n`);
+    process.exit(EXIT.failed);
+  }
+  return redis;
+}
+
+const EXIT_HELP = '\nExit codes: 0 done, 1 failed (Redis unreachable, no such failed job), 2 usage or configuration error.';
+
+export function jobsCommand(config: () => Config): Command {
+  const jobs = usageErrorsExit2(new Command('jobs').description('list and re-drive failed jobs of the ingest queues'));
+
+  const failed = usageErrorsExit2(
+    new Command('failed')
+      .description(`list failed jobs, newest first: queue, id, reason, time, attempts and report (default queues: ${INGEST_QUEUES.join(', ')})`)
+      .addOption(queuesOption())
+      .option('--limit <n>', 'jobs to show', '50')
+      .option('--json', 'print {failed: {queue: count}, jobs: [...]} as JSON')
+      .addOption(prefixOption())
+      .addHelpText('after', EXIT_HELP),
+  );
+  failed.action(async (opts: { queue?: string[]; limit: string; json?: boolean; queuePrefix: string }) => {
+    const limit = Number(opts.limit);
+    if (!Number.isInteger(limit) || limit < 1) usageError(failed, '--limit must be a positive integer');
+    const redis = await connect(config);
+    try {
+      const list = await listFailed(redis, { ...defaultRedisNames, queuePrefix: opts.queuePrefix }, { queues: opts.queue ?? INGEST_QUEUES, limit });
+      process.stdout.write(opts.json ? `${JSON.stringify(list)}\n` : failedTable(list));
+      process.exitCode = EXIT.ok;
+    } finally {
+      await redis.quit().catch(() => undefined);
+    }
+  });
+
+  const retry = usageErrorsExit2(
+    new Command('retry')
+      .description('re-drive a failed job (by id) or every failed job (--all); the worker runs it again')
+      .argument('[id]', 'the job id (as POST /checks answered it, or as `vulndb jobs failed` shows it)')
+      .option('--all', 'every failed job of the queues')
+      .addOption(queuesOption())
+      .addOption(prefixOption())
+      .addHelpText('after', EXIT_HELP),
+  );
+  retry.action(async (id: string | undefined, opts: { all?: boolean; queue?: string[]; queuePrefix: string }) => {
+    if ((id === undefined) === !opts.all) usageError(retry, 'give either a job id or --all');
+    const names = { ...defaultRedisNames, queuePrefix: opts.queuePrefix };
+    const queues = opts.queue ?? INGEST_QUEUES;
+    const redis = await connect(config);
+    try {
+      if (opts.all) {
+        const retried = await retryAll(redis, names, queues);
+        const total = Object.values(retried).reduce((a, b) => a + b, 0);
+        const per = Object.entries(retried).map(([q, n]) => `${q} ${n}`).join(', ');
+        process.stdout.write(total === 0 ? `no failed jobs to re-drive in ${queues.join(', ')}\n` : `re-drove ${total} failed jobs (${per})\n`);
+        process.exitCode = EXIT.ok;
+        return;
+      }
+      try {
+        const done = await retryJob(redis, names, id!, queues);
+        process.stdout.write(`re-drove 1 failed job: ${done.queue} ${done.id}\n`);
+        process.exitCode = EXIT.ok;
+      } catch (err) {
+        if (!(err instanceof JobNotRetried)) throw err;
+        process.stderr.write(`${err.message}\n`);
+        process.exitCode = err.exitCode;
+      }
+    } finally {
+      await redis.quit().catch(() => undefined);
+    }
+  });
+
+  return jobs.addCommand(failed).addCommand(retry);
+}
