@@ -156,6 +156,10 @@ async function openEmbedded(cfg: StoreConfig): Promise<Store> {
     client = createClient({ connection });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
+    // chdb is an optional dependency: the image installs without it (server mode never loads it).
+    if ((err as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND' && /\bchdb\b/.test(message)) {
+      throw new StoreError('the embedded engine (npm package chdb) is not installed: set CLICKHOUSE_URL or install it', { cause: err });
+    }
     if (/Cannot lock file/i.test(message)) {
       throw new StoreError(
         `the embedded data folder ${cfg.embeddedPath} is in use by another process ` +

@@ -12,7 +12,12 @@ import type { Store } from './gateway.js';
  * be edited: a changed checksum stops start-up.
  */
 
-export const SQL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../sql');
+/**
+ * sql/ at the package root: two levels up from src/storage/ (sources run through tsx), three from
+ * dist/src/storage/ (the compiled build of tsconfig.build.json, which the image runs).
+ */
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const SQL_DIR = [path.resolve(HERE, '../../sql'), path.resolve(HERE, '../../../sql')].find((dir) => fs.existsSync(dir)) ?? path.resolve(HERE, '../../sql');
 
 export interface Migration {
   version: number;
