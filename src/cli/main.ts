@@ -31,7 +31,11 @@ function config(): Config {
   }
 }
 
-function onSignals(service: Service, log: Logger) {
+/**
+ * Installed before the service starts: a signal during start-up (the worker may already hold
+ * jobs) lets the start finish and then stops gracefully, instead of ending the process at once.
+ */
+function onSignals(starting: Promise<Service>, log: Logger) {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -40,7 +44,7 @@ function onSignals(service: Service, log: Logger) {
     }
     stopping = true;
     log.info('signal received, stopping gracefully', { signal });
-    service.close().then(
+    starting.then((service) => service.close()).then(
       () => process.exit(0),
       (err) => {
         log.error('shutdown failed', { err });
@@ -72,8 +76,9 @@ program
     const log = createLogger(cfg.logLevel);
     const r = role ?? 'all';
     if (!['all', 'api', 'worker'].includes(r)) program.error(`unknown role "${r}": use all, api or worker`);
-    const service = await startService(cfg, { api: r !== 'worker', worker: r !== 'api', log });
-    onSignals(service, log);
+    const starting = startService(cfg, { api: r !== 'worker', worker: r !== 'api', log });
+    onSignals(starting, log);
+    const service = await starting;
     if (opts.demo) {
       const queue = service.queue ?? checksQueue(service.redis, defaultRedisNames);
       await seedDemo({ store: service.store, locks: service.locks, queue, log });
