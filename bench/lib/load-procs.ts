@@ -1,0 +1,173 @@
+/**
+ * The processes bench/load.ts runs its load against: a private redis-server (its own port, no
+ * persistence, so the shared Redis on 6379 is never touched) and the service as `npm start` runs
+ * it (one process: both APIs and the ingest worker on the embedded store), started as a child on a
+ * copy of a benchmark dataset. Both are stopped by their process ids.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import readline from 'node:readline';
+
+/** A TCP port nobody listens on right now (the kernel's choice). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function exited(child: ChildProcess, ms: number): Promise<boolean> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`, to this child alone. */
+export async function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  if (!(await exited(child, graceMs))) {
+    child.kill('SIGKILL');
+    await exited(child, 5000);
+  }
+}
+
+export interface PrivateRedis {
+  url: string;
+  port: number;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export async function startPrivateRedis(): Promise<PrivateRedis> {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `redis://127.0.0.1:${port}`;
+  const started = performance.now();
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`redis-server on port ${port} exited with ${child.exitCode}`);
+    const up = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1');
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (up) break;
+    if (performance.now() - started > 10_000) throw new Error(`redis-server on port ${port} did not start`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { url, port, pid: child.pid!, stop: () => stopChild(child, 5000) };
+}
+
+/** Copies a dataset's folder (the store must not be open anywhere). */
+export function copyDataset(from: string, to: string): void {
+  fs.rmSync(to, { recursive: true, force: true });
+  fs.cpSync(from, to, { recursive: true });
+}
+
+export interface BatchCommitted {
+  /** Epoch ms of the log line (written right after the batch's inserts returned). */
+  at: number;
+  jobs: number;
+  duplicates: number;
+  ms: number;
+}
+
+export interface ServiceChild {
+  pid: number;
+  url: string;
+  /** Batches the worker committed, from its log (LOG_LEVEL=info). */
+  batches: BatchCommitted[];
+  /** Warnings and errors it logged (failed jobs, failed requests), by kind: how many. */
+  problems: Map<string, number>;
+  /** CPU seconds of the process (all its threads: the engine's included), from /proc. */
+  cpuSeconds(): number;
+  stop(): Promise<void>;
+}
+
+const TICKS = 100; // USER_HZ on Linux
+
+function procCpuSeconds(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS; // utime, stime
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Starts `node --max-semi-space-size=64 --import tsx src/cli/main.ts serve` (what `npm start` runs)
+ * with both APIs on one port, and resolves once it listens. `env` adds to this process's
+ * environment (DATA_DIR, REDIS_URL, JWT_SECRET, …).
+ */
+export async function startService(env: Record<string, string>, port: number, startTimeoutMs = 15 * 60_000): Promise<ServiceChild> {
+  const child = spawn(process.execPath, ['--max-semi-space-size=64', '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+    env: { ...process.env, ...env, HOST: '127.0.0.1', DB_API_PORT: String(port), METRICS_API_PORT: String(port), LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'inherit', 'pipe'],
+  });
+  const batches: BatchCommitted[] = [];
+  const problems = new Map<string, number>();
+  let listening: (() => void) | undefined;
+  const ready = new Promise<void>((resolve) => (listening = resolve));
+  readline.createInterface({ input: child.stderr! }).on('line', (line) => {
+    let rec: Record<string, unknown>;
+    try {
+      rec = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      process.stderr.write(`[service] ${line}\n`);
+      return;
+    }
+    if (rec.msg === 'batch committed') {
+      const at = typeof rec.time === 'number' ? rec.time : Date.parse(String(rec.time));
+      batches.push({ at: Number.isFinite(at) ? at : Date.now(), jobs: Number(rec.jobs), duplicates: Number(rec.duplicates ?? 0), ms: Number(rec.ms) });
+    } else if (rec.msg === 'APIs listening') {
+      listening?.();
+    } else if (rec.level === 'warn' || rec.level === 'error' || (typeof rec.level === 'number' && rec.level >= 40)) {
+      // Counted by message and error text without numbers (job ids), printed the first time.
+      const err = (rec.err as { message?: string } | undefined)?.message ?? '';
+      const kind = `${String(rec.level)}: ${String(rec.msg)}${err ? `: ${err.replace(/\d+/g, 'N')}` : ''}`;
+      const seen = problems.get(kind) ?? 0;
+      problems.set(kind, seen + 1);
+      if (seen === 0) process.stderr.write(`[service] ${line.slice(0, 600)}\n`);
+    } else if (rec.msg === 'migration applied' || String(rec.msg).startsWith('migrat')) {
+      process.stderr.write(`[service] ${line}\n`);
+    }
+  });
+  const started = performance.now();
+  const outcome = await Promise.race([
+    ready.then(() => 'ready' as const),
+    exited(child, startTimeoutMs).then((gone) => (gone ? ('exited' as const) : ('timeout' as const))),
+  ]);
+  if (outcome !== 'ready') {
+    await stopChild(child, 5000);
+    throw new Error(`the service ${outcome === 'exited' ? `exited with ${child.exitCode}` : 'did not listen in time'}`);
+  }
+  console.log(`service started in ${((performance.now() - started) / 1000).toFixed(1)} s (pid ${child.pid})`);
+  return {
+    pid: child.pid!,
+    url: `http://127.0.0.1:${port}`,
+    batches,
+    problems,
+    cpuSeconds: () => procCpuSeconds(child.pid!),
+    // Graceful shutdown lets the worker finish its batch (README: Shutdown).
+    stop: () => stopChild(child, 60_000),
+  };
+}
+
+export { procCpuSeconds };
