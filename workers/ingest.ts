@@ -1,6 +1,7 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { ReportRejected, type JobOutcome, type ReportBatcher } from '../src/ingest/batcher.js';
+import { ReportRejected, type JobLike, type JobOutcome, type ReportBatcher } from '../src/ingest/batcher.js';
+import { countReports } from '../src/observability/metrics.js';
 import type { Prepared } from '../src/ingest/prepare.js';
 import type { Logger } from '../src/log.js';
 import { BUNDLE_SIZE, CHECK_BUNDLES_QUEUE, CHECKS_QUEUE, checkBundle } from '../src/queue/contract.js';
@@ -36,6 +37,20 @@ async function retryLater(job: Job, token: string | undefined, err: unknown): Pr
   throw new DelayedError();
 }
 
+const reportsOf = (data: unknown): number => {
+  const reports = (data as { reports?: unknown } | undefined)?.reports;
+  return Array.isArray(reports) ? reports.length : 1;
+};
+
+/** What the batcher needs of a BullMQ job. */
+const jobLike = (job: Job): JobLike => ({
+  id: job.id,
+  data: job.data,
+  attemptsStarted: job.attemptsStarted,
+  attemptsMade: job.attemptsMade,
+  enqueuedAt: job.timestamp,
+});
+
 async function applyBundle(batcher: ReportBatcher, job: Job): Promise<BundleOutcome> {
   const checked = checkBundle(job.data);
   if ('reason' in checked) throw new UnrecoverableError(checked.reason);
@@ -43,12 +58,15 @@ async function applyBundle(batcher: ReportBatcher, job: Job): Promise<BundleOutc
   const prepared: Exclude<Prepared, { kind: 'invalid' }>[] = [];
   for (const [i, data] of checked.bundle.reports.entries()) {
     const p = batcher.prepare(data);
-    if (p.kind === 'invalid') throw new UnrecoverableError(`reports[${i}]: ${p.reason}`);
+    if (p.kind === 'invalid') {
+      countReports('rejected', checked.bundle.reports.length);
+      throw new UnrecoverableError(`reports[${i}]: ${p.reason}`);
+    }
     prepared.push(p);
   }
   // All settled before the job ends, so that a retry never overlaps its own first attempt.
   const settled = await Promise.allSettled(
-    prepared.map((p, i) => batcher.submitPrepared(p, { id: `${job.id}/${i}`, attemptsStarted: job.attemptsStarted })),
+    prepared.map((p, i) => batcher.submitPrepared(p, { ...jobLike(job), id: `${job.id}/${i}` })),
   );
   // A report the store refused on its own fails the bundle without retry, naming it; the others
   // are stored (SPEC §3.7, isolation). Any other failure retries the bundle.
@@ -80,7 +98,7 @@ export function startIngestWorkers(deps: {
   const { batcher, log } = deps;
   const processCheck = async (job: Job, token?: string): Promise<JobOutcome> => {
     try {
-      return await batcher.submit(job);
+      return await batcher.submit(jobLike(job));
     } catch (err) {
       if (err instanceof ReportRejected) throw new UnrecoverableError(err.message);
       return retryLater(job, token, err);
@@ -109,9 +127,11 @@ export function startIngestWorkers(deps: {
       stalledInterval: Math.max(500, Math.round(deps.jobs.lockMs / 2)),
       maxStalledCount: deps.jobs.maxStalls,
     });
-    worker.on('failed', (job, err) =>
-      log.warn('job failed', { queue, jobId: job?.id, attempts: job?.attemptsStarted, reason: err.message }),
-    );
+    worker.on('failed', (job, err) => {
+      log.warn('job failed', { queue, jobId: job?.id, attempts: job?.attemptsStarted, reason: err.message });
+      // Out of retries or stalled too often; reports rejected or refused were counted where that was decided.
+      if (!(err instanceof UnrecoverableError)) countReports('failed', queue === CHECKS_QUEUE ? 1 : reportsOf(job?.data));
+    });
     worker.on('error', (err) => log.error('worker error', { queue, err }));
     return worker;
   };

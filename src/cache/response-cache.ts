@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
 import { keys, type RedisNames } from '../queue/redis.js';
+import { cacheRequests } from '../observability/metrics.js';
 
 /**
  * Read-through Redis cache of JSON responses (the metrics API's answers and the database API's
@@ -152,6 +153,7 @@ export class ResponseCache {
 export async function answerCached(ctx: Context, cache: ResponseCache | undefined, req: CacheRequest, compute: () => Promise<unknown>): Promise<void> {
   const result = cache ? await cache.through(req, compute) : { body: JSON.stringify(await compute()), status: 'BYPASS' as const };
   ctx.set('X-Cache', result.status);
+  cacheRequests.inc({ result: result.status.toLowerCase() });
   ctx.type = 'application/json; charset=utf-8';
   ctx.body = result.body;
 }

@@ -5,6 +5,7 @@ import { readJsonBody } from '../http/body.js';
 import { checkReport, jobDataOf } from '../queue/contract.js';
 import { enqueueReport } from '../queue/producer.js';
 import type { Logger } from '../log.js';
+import { countReports } from '../observability/metrics.js';
 
 /** POST /checks (SPEC §3.1): validate a report like the worker will, then enqueue it. */
 export function checkRoutes(deps: { queue: Queue; maxReportBytes: number; log: Logger }): Router {
@@ -13,7 +14,10 @@ export function checkRoutes(deps: { queue: Queue; maxReportBytes: number; log: L
   router.post('/checks', async (ctx) => {
     const report = await readJsonBody(ctx, deps.maxReportBytes);
     const verdict = checkReport(report);
-    if (verdict.kind === 'invalid') throw dbErrors.badBody(verdict.reason);
+    if (verdict.kind === 'invalid') {
+      countReports('rejected');
+      throw dbErrors.badBody(verdict.reason);
+    }
     let jobId: string;
     try {
       jobId = await enqueueReport(deps.queue, jobDataOf(verdict));

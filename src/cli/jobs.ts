@@ -137,7 +137,7 @@ export async function retryJob(connection: Redis, names: RedisNames, id: string,
     if (!chosen) {
       throw new JobNotRetried(`job ${id} is not failed (${found.map((f) => `${f.queue.name}: ${f.state}`).join(', ')}): only failed jobs can be re-driven`);
     }
-    await chosen.job.retry('failed');
+    await chosen.job.retry('failed', REDRIVE);
     return { queue: chosen.queue.name, id };
   });
 }
@@ -152,13 +152,32 @@ export async function retryAll(connection: Redis, names: RedisNames, queues: str
     for (const queue of qs) {
       // The failed set is scored by finishedOn: jobs failing from now on are left for later.
       const until = Date.now();
-      const before = await connection.zcount(queue.keys.failed!, 0, until);
-      if (before > 0) await queue.retryJobs({ state: 'failed', timestamp: until });
-      retried[queue.name] = before - (before > 0 ? await connection.zcount(queue.keys.failed!, 0, until) : 0);
+      let count = 0;
+      // A page at a time, oldest first, each with a fresh series of transient retries (REDRIVE).
+      for (;;) {
+        const ids = await connection.zrangebyscore(queue.keys.failed!, 0, until, 'LIMIT', 0, 500);
+        if (ids.length === 0) break;
+        for (const id of ids) {
+          const job = await queue.getJob(id);
+          if (!job) {
+            await connection.zrem(queue.keys.failed!, id); // an id whose job data is gone: nothing to re-drive
+            continue;
+          }
+          await job.retry('failed', REDRIVE);
+          count += 1;
+        }
+      }
+      retried[queue.name] = count;
     }
     return retried;
   });
 }
+
+/**
+ * A re-driven job starts a new series of transient retries (its starts are counted from zero); the
+ * worker still applies it in recovery mode, since it has failed before (attemptsMade > 0).
+ */
+const REDRIVE = { resetAttemptsStarted: true } as const;
 
 const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 

@@ -5,6 +5,7 @@ import { StoreError, type Store } from '../storage/gateway.js';
 import type { NormalizedReport } from './normalize.js';
 import { prepareReport, type Prepared } from './prepare.js';
 import type { Locks } from './target-locks.js';
+import { countReports, ingestBatchDuration, ingestLag } from '../observability/metrics.js';
 import { TotalsRewriter } from '../findings/totals.js';
 
 /**
@@ -18,6 +19,10 @@ export interface JobLike {
   data: unknown;
   /** Times the job has been started, this run included (BullMQ's attemptsStarted). */
   attemptsStarted: number;
+  /** Times it ended failed before (BullMQ's attemptsMade): a re-driven job may be half applied. */
+  attemptsMade?: number;
+  /** When it entered the queue (BullMQ's timestamp, epoch ms), for the ingest lag. */
+  enqueuedAt?: number;
 }
 
 export type JobOutcome =
@@ -52,6 +57,7 @@ export interface BatcherOptions {
 
 interface Entry {
   jobId: string | undefined;
+  enqueuedAt: number | undefined;
   report: NormalizedReport;
   recovery: boolean;
   resolve: (o: JobOutcome) => void;
@@ -74,6 +80,7 @@ export class ReportBatcher {
   submit(job: JobLike): Promise<JobOutcome> {
     const prepared = this.prepare(job.data);
     if (prepared.kind === 'invalid') {
+      countReports('rejected');
       this.opts.log.warn('report rejected', { jobId: job.id, reason: prepared.reason });
       return Promise.reject(new ReportRejected(prepared.reason));
     }
@@ -88,11 +95,13 @@ export class ReportBatcher {
   /** Applies a report `prepare` found valid, with the next batch that can take it. */
   submitPrepared(prepared: Exclude<Prepared, { kind: 'invalid' }>, job: Omit<JobLike, 'data'>): Promise<JobOutcome> {
     if (prepared.kind === 'ignored') {
+      countReports('ignored');
       this.opts.log.debug('report ignored', { jobId: job.id, reason: prepared.reason });
       return Promise.resolve({ outcome: 'ignored', reason: prepared.reason });
     }
     return new Promise<JobOutcome>((resolve, reject) => {
-      this.pending.push({ jobId: job.id, report: prepared.report, recovery: job.attemptsStarted > 1, resolve, reject });
+      const recovery = job.attemptsStarted > 1 || (job.attemptsMade ?? 0) > 0;
+      this.pending.push({ jobId: job.id, enqueuedAt: job.enqueuedAt, report: prepared.report, recovery, resolve, reject });
       this.schedule(this.pending.length >= this.opts.batchSize ? 0 : this.opts.waitMs);
     });
   }
@@ -187,6 +196,7 @@ export class ReportBatcher {
         if (!retriedAlone) return this.applyIsolating(entries, true, true);
         const reason = `the store refused this report: ${err instanceof Error ? err.message : String(err)}`;
         log.warn('report rejected by the store', { jobId: entries[0]!.jobId, target: entries[0]!.report.identifier, checkId: entries[0]!.report.instance, reason });
+        countReports('failed');
         entries[0]!.reject(new ReportRejected(reason));
         return;
       }
@@ -207,9 +217,15 @@ export class ReportBatcher {
     const poison = this.opts.faults?.poison;
     if (poison && entries.some((e) => poison(e.report))) throw new StoreError('insert into targets failed: injected failure of a poison report');
     const result = await ingestBatch(store, entries.map((e) => e.report), { recovery, ...(fault ? { crashAfter: fault.crashAfter } : {}) });
+    const committedAt = Date.now();
+    ingestBatchDuration.observe((performance.now() - started) / 1000);
+    const duplicates = result.outcomes.filter((o) => o === 'duplicate').length;
+    countReports('stored', entries.length - duplicates);
+    countReports('duplicate', duplicates);
+    for (const e of entries) if (e.enqueuedAt !== undefined) ingestLag.observe(Math.max(0, committedAt - e.enqueuedAt) / 1000);
     log.info('batch committed', {
       jobs: entries.length,
-      duplicates: result.outcomes.filter((o) => o === 'duplicate').length,
+      duplicates,
       ...result.counts,
       ms: Math.round(performance.now() - started),
     });

@@ -1,0 +1,94 @@
+import client from 'prom-client';
+
+/**
+ * The service's Prometheus metrics (served by the admin listener, src/observability/admin.ts):
+ * prom-client's default process metrics plus the series below. One registry per process; the
+ * places that count import the metric they update.
+ */
+
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry });
+
+const registers = [registry];
+
+export const httpRequestDuration = new client.Histogram({
+  name: 'vulndb_http_request_duration_seconds',
+  help: 'HTTP requests by API, route pattern, method and status',
+  labelNames: ['api', 'route', 'method', 'status'] as const,
+  buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers,
+});
+
+export const REPORT_OUTCOMES = ['stored', 'duplicate', 'ignored', 'rejected', 'failed'] as const;
+export type ReportOutcome = (typeof REPORT_OUTCOMES)[number];
+
+export const ingestReports = new client.Counter({
+  name: 'vulndb_ingest_reports_total',
+  help: 'Reports by outcome: stored, duplicate, ignored (not FINISHED or too old), rejected (invalid), failed (refused by the store or out of retries)',
+  labelNames: ['outcome'] as const,
+  registers,
+});
+// Every outcome is exported from the start, so rates and alerts see zeros rather than no data.
+for (const outcome of REPORT_OUTCOMES) ingestReports.inc({ outcome }, 0);
+
+export const ingestBatchDuration = new client.Histogram({
+  name: 'vulndb_ingest_batch_duration_seconds',
+  help: 'Time to apply one committed batch of reports',
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64],
+  registers,
+});
+
+export const ingestLag = new client.Histogram({
+  name: 'vulndb_ingest_lag_seconds',
+  help: 'From a job entering the queue to the commit of its report',
+  buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600],
+  registers,
+});
+
+export const cacheRequests = new client.Counter({
+  name: 'vulndb_cache_requests_total',
+  help: 'Response cache lookups: hit, miss (computed and stored), bypass (Redis slow or down: computed only)',
+  labelNames: ['result'] as const,
+  registers,
+});
+
+export const storeQueryDuration = new client.Histogram({
+  name: 'vulndb_store_query_duration_seconds',
+  help: 'ClickHouse statements by kind (query, fields, command, insert)',
+  labelNames: ['kind'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers,
+});
+
+/** Jobs per queue and state, read from Redis at each scrape. */
+export type QueueCounts = () => Promise<{ queue: string; counts: Record<string, number> }[]>;
+let queueCounts: QueueCounts | undefined;
+export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
+
+new client.Gauge({
+  name: 'vulndb_queue_jobs',
+  help: 'Jobs per queue and state (waiting, active, delayed, failed)',
+  labelNames: ['queue', 'state'] as const,
+  registers,
+  async collect() {
+    if (!queueCounts) return;
+    this.reset();
+    try {
+      for (const { queue, counts } of await queueCounts()) {
+        for (const state of QUEUE_STATES) this.set({ queue, state }, counts[state] ?? 0);
+      }
+    } catch {
+      // Redis unreachable: no queue series in this scrape (readyz says why).
+    }
+  },
+});
+
+/** Where the queue gauge reads its counts (the process's queues). */
+export function watchQueues(counts: QueueCounts | undefined): void {
+  queueCounts = counts;
+}
+
+/** Counts reports by outcome. */
+export const countReports = (outcome: ReportOutcome, n = 1): void => {
+  if (n > 0) ingestReports.inc({ outcome }, n);
+};
