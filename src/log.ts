@@ -1,12 +1,14 @@
+import { pino, stdSerializers, stdTimeFunctions, type Logger as Pino } from 'pino';
+
 /**
- * A small structured logger: one JSON object per line on stderr, so logs stay greppable by a
- * person and parseable by a collector. Levels follow LOG_LEVEL.
+ * Structured logs through pino: one JSON object per line on stderr (`time`, `level` as a word,
+ * `msg`, then the fields), levels from LOG_LEVEL. Components log through child loggers with their
+ * own fields (`component`, `api`, `requestId`). The interface keeps the message first, so call
+ * sites read as sentences; an `err` field is serialised with its name, message and stack.
  */
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 export type LogFields = Record<string, unknown>;
-
-const rank: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
 export interface Logger {
   debug(msg: string, fields?: LogFields): void;
@@ -16,29 +18,31 @@ export interface Logger {
   child(fields: LogFields): Logger;
 }
 
-function serialiseError(err: unknown): unknown {
-  if (err instanceof Error) return { name: err.name, message: err.message, stack: err.stack };
-  return err;
+function adapt(p: Pino): Logger {
+  return {
+    debug: (msg, fields) => p.debug(fields ?? {}, msg),
+    info: (msg, fields) => p.info(fields ?? {}, msg),
+    warn: (msg, fields) => p.warn(fields ?? {}, msg),
+    error: (msg, fields) => p.error(fields ?? {}, msg),
+    child: (fields) => adapt(p.child(fields)),
+  };
 }
 
-export function createLogger(
-  level: LogLevel = 'info',
-  base: LogFields = {},
-  write: (line: string) => void = (line) => process.stderr.write(line + '\n'),
-): Logger {
-  const emit = (lvl: Exclude<LogLevel, 'silent'>, msg: string, fields?: LogFields) => {
-    if (rank[lvl] < rank[level]) return;
-    const record: LogFields = { time: new Date().toISOString(), level: lvl, msg, ...base };
-    for (const [k, v] of Object.entries(fields ?? {})) record[k] = k === 'err' ? serialiseError(v) : v;
-    write(JSON.stringify(record));
-  };
-  return {
-    debug: (msg, fields) => emit('debug', msg, fields),
-    info: (msg, fields) => emit('info', msg, fields),
-    warn: (msg, fields) => emit('warn', msg, fields),
-    error: (msg, fields) => emit('error', msg, fields),
-    child: (fields) => createLogger(level, { ...base, ...fields }, write),
-  };
+/** `write` receives each line without its newline (tests); by default lines go to stderr, synchronously. */
+export function createLogger(level: LogLevel = 'info', base: LogFields = {}, write?: (line: string) => void): Logger {
+  const destination = write ? { write: (line: string) => write(line.replace(/\n$/, '')) } : pino.destination({ fd: 2, sync: true });
+  const root = pino(
+    {
+      level,
+      base: undefined,
+      messageKey: 'msg',
+      timestamp: stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      serializers: { err: stdSerializers.err },
+    },
+    destination,
+  );
+  return adapt(Object.keys(base).length > 0 ? root.child(base) : root);
 }
 
 export const silentLogger: Logger = createLogger('silent');
