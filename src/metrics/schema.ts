@@ -1,6 +1,7 @@
 import type { ParameterizedContext } from 'koa';
 import { isUuid } from '../domain/uuid.js';
 import { checkDates, querySchema, toFilters, type FieldName } from '../filters/params.js';
+import { tooManyParams } from '../http/query.js';
 import type { StatFilters } from '../stats/filters.js';
 import { metricsErrors } from './errors.js';
 
@@ -28,6 +29,8 @@ export function requestedTeams(query: RawQuery): string[] | undefined {
 export function metricQuery(names: readonly FieldName[], opts: { rejectAtDate?: boolean } = {}) {
   const schema = querySchema(names);
   return (query: RawQuery, teams?: string[]): StatFilters => {
+    // SPEC §5.6: more than 256 parameters (counted when src/http/query.ts parsed them).
+    if (tooManyParams(query)) throw metricsErrors.invalidQuery();
     const atDate = query.atDate;
     if (opts.rejectAtDate && atDate !== undefined && atDate !== '') throw metricsErrors.invalidQuery();
     const parsed = schema.safeParse(query);

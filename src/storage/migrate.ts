@@ -56,6 +56,9 @@ export function loadMigrations(dir = SQL_DIR): Migration[] {
 
 export class MigrationError extends Error {}
 
+/** Migrations may rewrite whole tables: they run without the statement time limit (SPEC §5.6). */
+const UNLIMITED = { timeoutMs: 0 };
+
 export async function migrate(store: Store, log?: Logger, dir = SQL_DIR): Promise<number[]> {
   await store.command(`
     CREATE TABLE IF NOT EXISTS schema_migrations
@@ -85,7 +88,7 @@ export async function migrate(store: Store, log?: Logger, dir = SQL_DIR): Promis
       }
       continue;
     }
-    for (const statement of m.statements) await store.command(statement);
+    for (const statement of m.statements) await store.command(statement, undefined, UNLIMITED);
     await store.insert('schema_migrations', [
       { version: m.version, name: m.name, checksum: m.checksum, applied_at: Math.floor(Date.now() / 1000) },
     ]);

@@ -7,6 +7,7 @@ import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
 import { acquireAll, LockTimeout, type Locks } from '../ingest/target-locks.js';
 import type { Logger } from '../log.js';
 import { copyTargetToTeams } from './team-copies.js';
+import { MAX_TEAMS_PER_TARGET } from './schema.js';
 
 export interface Target {
   id: string;
@@ -95,6 +96,14 @@ export function targetsOfIssue(store: Store, issueId: string, page: Paging, visi
   return targetList(store, merge(ofIssue, visible), page);
 }
 
+/** An association would give the target more than MAX_TEAMS_PER_TARGET teams (SPEC §5.6). */
+export class TooManyTeams extends Error {
+  constructor(readonly targetId: string) {
+    super(`target ${targetId} would have more than ${MAX_TEAMS_PER_TARGET} teams`);
+    this.name = 'TooManyTeams';
+  }
+}
+
 // Association order must survive several associations within one millisecond.
 let lastSeq = 0;
 function nextSeq(): number {
@@ -129,6 +138,9 @@ export async function associateTeams(store: Store, locks: Locks, identifier: str
     const known = new Set(current?.teams ?? []);
     const requested = [...new Set(teams)];
     const added = requested.filter((t) => !known.has(t));
+    // Counted under the target's lock, which every association takes: two requests cannot both
+    // pass the limit on the same count (without Redis, see above, they could).
+    if (known.size + added.length > MAX_TEAMS_PER_TARGET) throw new TooManyTeams(id);
     await store.insert(
       'target_teams',
       added.map((team) => ({ team, target_id: id, associated_seq: nextSeq() })),

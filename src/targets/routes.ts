@@ -13,9 +13,9 @@ import { issuesOfTarget } from '../issues/queries.js';
 import { describeIssues } from '../queue/contract.js';
 import { LockTimeout, type Locks } from '../ingest/target-locks.js';
 import type { Logger } from '../log.js';
-import { associateTeams, targetPage, targetsByIds } from './queries.js';
+import { associateTeams, targetPage, targetsByIds, TooManyTeams } from './queries.js';
 import type { TotalsRewriter } from '../findings/totals.js';
-import { associateTeamsBody } from './schema.js';
+import { associateTeamsBody, associationProblem } from './schema.js';
 
 export function targetRoutes(
   api: ApiContext & { maxBodyBytes: number; locks: Locks; log: Logger; totals: TotalsRewriter; onTeamsChanged?: () => Promise<void> },
@@ -69,11 +69,12 @@ export function targetRoutes(
     const parsed = associateTeamsBody.safeParse(await readJsonBody(ctx, api.maxBodyBytes));
     if (!parsed.success) throw dbErrors.badBody(describeIssues(parsed.error));
     const { identifier, teams } = parsed.data;
-    if (!identifier) throw dbErrors.unprocessable('identifier can not be void');
-    if ((teams ?? []).some((t) => t === '')) throw dbErrors.unprocessable('team can not be void');
+    const problem = associationProblem(identifier, teams ?? []);
+    if (problem || !identifier) throw dbErrors.unprocessable(problem ?? 'identifier can not be void');
     const target = await associateTeams(api.store, api.locks, identifier, teams ?? [], api.log).catch((err: unknown) => {
       // Ingest held the target for longer than a POST should wait: the client may retry.
-      throw err instanceof LockTimeout ? dbErrors.unavailable() : err;
+      if (err instanceof LockTimeout) throw dbErrors.unavailable();
+      throw err instanceof TooManyTeams ? dbErrors.unprocessable('too many teams') : err;
     });
     // A team's lists gained the target's findings: their totals first, then the cache's version.
     await api.totals.request();

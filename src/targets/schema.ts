@@ -16,6 +16,35 @@ export const associateTeamsBody = z.object(
   { error: 'request body must be a JSON object' },
 );
 
+/** SPEC §5.6 limits of POST /targets. */
+export const MAX_IDENTIFIER_LENGTH = 2048;
+export const MAX_TEAM_LENGTH = 256;
+export const MAX_TEAMS_PER_REQUEST = 100;
+/** Teams one target may have in all; checked under the target's lock (queries.ts, associateTeams). */
+export const MAX_TEAMS_PER_TARGET = 1000;
+
+/** Whether `s` holds more than `max` characters (code points), without counting a short one. */
+function longerThan(s: string, max: number): boolean {
+  if (s.length <= max) return false;
+  if (s.length > 2 * max) return true;
+  let chars = 0;
+  for (const _ of s) if (++chars > max) return true;
+  return false;
+}
+
+/**
+ * The 422 rules of a well-typed body (SPEC §5.2, §5.6, §6.6), in order: identifier rules before
+ * team rules; undefined when the body passes.
+ */
+export function associationProblem(identifier: string | null | undefined, teams: readonly string[]): string | undefined {
+  if (!identifier) return 'identifier can not be void';
+  if (longerThan(identifier, MAX_IDENTIFIER_LENGTH)) return 'identifier too long';
+  if (teams.some((t) => t === '')) return 'team can not be void';
+  if (teams.some((t) => longerThan(t, MAX_TEAM_LENGTH))) return 'team too long';
+  if (teams.length > MAX_TEAMS_PER_REQUEST) return 'too many teams';
+  return undefined;
+}
+
 /** Response schemas of the target endpoints (SPEC §6.1, §6.5, §6.6). */
 
 export const targetSchema = z
