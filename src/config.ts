@@ -44,6 +44,8 @@ const envSchema = z.object({
   QUERY_TIMEOUT_MS: positiveInt.max(3_600_000).default(30_000),
   JOB_LOCK_MS: positiveInt.min(1000).max(600_000).default(30_000),
   JOB_MAX_STALLS: positiveInt.max(1000).default(10),
+  ADMIN_PORT: port.default(9464),
+  ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 
@@ -57,6 +59,11 @@ export interface StoreConfig {
   password: string;
   /** Folder of the embedded engine's data (one process owns it). */
   embeddedPath: string;
+  /**
+   * Time limit of one statement in milliseconds (SPEC §5.6, QUERY_TIMEOUT_MS); undefined: none (the
+   * benchmark scripts' stores). Migrations run without it (src/storage/gateway.ts, StatementOptions).
+   */
+  queryTimeoutMs?: number;
 }
 
 export interface Config {
@@ -77,6 +84,8 @@ export interface Config {
   pageSizeDefault: number;
   pageSizeMax: number;
   maxReportBytes: number;
+  /** The admin listener (/metrics, /healthz, /readyz, bull-board): unauthenticated, loopback by default. */
+  admin: { port: number; host: string };
   /** `jwt`: the database API requires the metrics API's bearer tokens (SPEC §5.1). */
   dbApiAuth: 'jwt' | undefined;
   /** Time limit of one store statement (SPEC §5.6). */
@@ -122,6 +131,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       user: e.CLICKHOUSE_USER,
       password: e.CLICKHOUSE_PASSWORD,
       embeddedPath: path.join(dataDir, 'clickhouse'),
+      queryTimeoutMs: e.QUERY_TIMEOUT_MS,
     },
     dataDir,
     ingest: {
@@ -133,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pageSizeDefault: e.PAGE_SIZE_DEFAULT,
     pageSizeMax: e.PAGE_SIZE_MAX,
     maxReportBytes: e.MAX_REPORT_BYTES,
+    admin: { port: e.ADMIN_PORT, host: e.ADMIN_HOST },
     dbApiAuth: e.DB_API_AUTH,
     queryTimeoutMs: e.QUERY_TIMEOUT_MS,
     jobs: { lockMs: e.JOB_LOCK_MS, maxStalls: e.JOB_MAX_STALLS },

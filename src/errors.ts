@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import type { Logger } from './log.js';
-import { StoreError } from './storage/gateway.js';
+import { QueryTimeout, StoreError } from './storage/gateway.js';
 
 /**
  * The service's error types and the one middleware that renders them. Each API chooses its body
@@ -33,6 +33,7 @@ export const dbErrors = {
   invalidStatus: () => new ApiError(400, 'Invalid Status'),
   invalidCombination: () => new ApiError(400, 'Filter parameters combination is invalid'),
   badBody: (reason: string) => new ApiError(400, reason),
+  tooManyParams: () => new ApiError(400, 'Too Many Parameters'),
   unauthorized: () => new ApiError(401, 'Unauthorized', undefined, { 'WWW-Authenticate': 'Bearer' }),
   forbidden: () => new ApiError(403, 'Forbidden'),
   notFound: () => new ApiError(404, 'Not Found'),
@@ -51,14 +52,20 @@ export const dbApiBody: ErrorBody = (err) => ({ message: err.message });
 
 const INTERNAL = 'Internal Server Error';
 
-export function errorMiddleware(render: ErrorBody, log: Logger): Middleware {
+export function errorMiddleware(render: ErrorBody, baseLog: Logger): Middleware {
   return async (ctx, next) => {
     try {
       await next();
     } catch (err) {
+      // The request's own logger (with its request id) when observeRequests gave it one.
+      const log = (ctx.state.log as Logger | undefined) ?? baseLog;
       let apiError: ApiError;
       if (err instanceof ApiError) {
         apiError = err;
+      } else if (err instanceof QueryTimeout) {
+        // SPEC §5.6: a statement past QUERY_TIMEOUT_MS was cancelled (metrics API type `Unavailable`).
+        log.warn('statement time limit reached', { err: err.message, method: ctx.method, path: ctx.path });
+        apiError = new ApiError(503, 'Query Timeout', 'Unavailable');
       } else {
         // Store failures and bugs alike: log the detail, answer without it.
         log.error(err instanceof StoreError ? 'store failure' : 'unexpected failure', {

@@ -3,6 +3,7 @@ import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@c
 import type { NodeClickHouseClientConfigOptions } from '@clickhouse/client/dist/config.js';
 import type { StoreConfig } from '../config.js';
 import { TimeSlices } from '../time-slices.js';
+import { storeQueryDuration } from '../observability/metrics.js';
 
 /**
  * The storage gateway: the one module that owns a ClickHouse client. Embedded engine (chdb)
@@ -19,6 +20,14 @@ import { TimeSlices } from '../time-slices.js';
 
 export type QueryParams = Record<string, unknown>;
 
+export interface StatementOptions {
+  /**
+   * This statement's time limit in milliseconds instead of the store's (`StoreConfig.queryTimeoutMs`):
+   * a longer one, or 0 for none (migrations, OPTIMIZE and other maintenance).
+   */
+  timeoutMs?: number;
+}
+
 export interface Store {
   readonly mode: 'embedded' | 'server';
   readonly database: string;
@@ -29,7 +38,7 @@ export interface Store {
    * about 160 ms against 450).
    */
   queryFields(sql: string, params?: QueryParams): Promise<string[][]>;
-  command(sql: string, params?: QueryParams): Promise<void>;
+  command(sql: string, params?: QueryParams, opts?: StatementOptions): Promise<void>;
   insert(table: string, rows: readonly object[]): Promise<void>;
   ping(): Promise<boolean>;
   close(): Promise<void>;
@@ -40,6 +49,17 @@ export class StoreError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'StoreError';
+  }
+}
+
+/** A statement ran past its time limit and was cancelled (SPEC §5.6): the database API's 503. */
+export class QueryTimeout extends StoreError {
+  constructor(
+    readonly limitMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`statement cancelled at its time limit of ${limitMs} ms`, options);
+    this.name = 'QueryTimeout';
   }
 }
 
@@ -81,56 +101,180 @@ const unescapeField = (field: string) => (field.includes('\\') ? field.replace(/
 /** A TabSeparated line as its unescaped fields. */
 const fieldsOf = (line: string) => line.split('\t').map(unescapeField);
 
-async function guard<T>(what: string, run: () => Promise<T>): Promise<T> {
+/** Runs one statement: its failure becomes a StoreError, its time goes to the metrics by kind. */
+async function guard<T>(what: string, run: () => Promise<T>, kind = what.split(' ')[0]!): Promise<T> {
+  const timed = storeQueryDuration.startTimer({ kind });
   try {
     return await run();
   } catch (err) {
     if (err instanceof StoreError) throw err;
     const message = err instanceof Error ? err.message : String(err);
     throw new StoreError(`${what} failed: ${message}`, { cause: err });
+  } finally {
+    timed();
   }
 }
 
-function wrap(client: ClickHouseClient, mode: Store['mode'], database: string): Store {
+/**
+ * Statement time limits (SPEC §5.6: `StoreConfig.queryTimeoutMs`, or a statement's own). What
+ * each mechanism covers:
+ *
+ * - The engine's `max_execution_time` (seconds, fractional), sent with every statement as what is
+ *   left of its budget when the engine gets it. The engine checks it between blocks of work and
+ *   stops with TIMEOUT_EXCEEDED, which frees it: this is what cancels a long statement, in both
+ *   modes. A server takes it per request; the embedded adapter turns it into a `SET` before the
+ *   statement, which stays in the session, so once any statement carried a limit every later one
+ *   carries its own (0: none).
+ * - Server mode: a client-side abort (`abort_signal`) shortly after the deadline, for what the
+ *   engine does not count: a server that does not answer, the transfer of its answer, work that
+ *   does not check the clock. The caller hears at the deadline.
+ * - Embedded mode: the engine runs one statement at a time per connection. chdb's abort cannot
+ *   interrupt the engine, it only settles the call early; and chdb dispatches a statement without
+ *   parameters at once, so one aborted while queued behind a slow statement would still run after
+ *   it, keeping the engine busy for nobody (chdb skips aborted statements only in its own queue
+ *   of parameterised ones). So statements take turns here (Turns) and are not given chdb's
+ *   abort: the caller stops waiting at the deadline, a statement whose time ran out while it
+ *   waited never reaches the engine, and the next one starts when the engine is really free
+ *   (within the engine's limit of the one before).
+ */
+
+/** Past the deadline, the engine has this long to report its own timeout before the call is aborted. */
+const ABORT_GRACE_MS = 100;
+
+interface Limits {
+  clickhouse_settings?: ClickHouseSettings;
+  abort_signal?: AbortSignal;
+}
+
+/** Hands one client call the settings and signal of its statement's time limit. */
+type Exec = <R>(call: (limits: Limits) => Promise<R>) => Promise<R>;
+
+/** The embedded engine's statements, one after the other (see above). */
+class Turns {
+  #tail: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Starts `start` once every statement given before has finished in the engine, unless `signal`
+   * fired first; the answer settles when `start`'s does or when `signal` fires.
+   */
+  take<R>(signal: AbortSignal | undefined, start: () => Promise<R>): Promise<R> {
+    const givenUp = () => new Error('time limit reached before the engine answered');
+    const turn = this.#tail.then(() => {
+      if (signal?.aborted) throw givenUp();
+      return start();
+    });
+    this.#tail = turn.catch(() => undefined);
+    if (!signal) return turn;
+    return new Promise<R>((resolve, reject) => {
+      const giveUp = () => reject(givenUp());
+      signal.addEventListener('abort', giveUp, { once: true });
+      turn.then(
+        (value) => {
+          signal.removeEventListener('abort', giveUp);
+          resolve(value);
+        },
+        (err: unknown) => {
+          signal.removeEventListener('abort', giveUp);
+          reject(err);
+        },
+      );
+    });
+  }
+}
+
+/** TIMEOUT_EXCEEDED, or TOO_SLOW when the engine projects the statement past its limit. */
+function engineTimeout(err: unknown): boolean {
+  const { code, type } = err as { code?: unknown; type?: unknown };
+  return code === '159' || code === '160' || type === 'TIMEOUT_EXCEEDED' || type === 'TOO_SLOW';
+}
+
+/**
+ * The time limit runner of one store: `limited(ms, work)` runs `work` under a limit of `ms`
+ * (undefined: the store's; 0: none), `work` handing each client call to `exec`.
+ */
+function timeLimits(mode: Store['mode'], storeMs: number | undefined) {
+  const turns = mode === 'embedded' ? new Turns() : undefined;
+  // Whether a statement carried a limit yet: from then on the embedded session holds one.
+  let sent = storeMs !== undefined;
+  return async <T>(ms: number | undefined, work: (exec: Exec) => Promise<T>): Promise<T> => {
+    const budget = ms ?? storeMs ?? 0;
+    if (budget === 0) {
+      const limits: Limits = sent ? { clickhouse_settings: { max_execution_time: 0 } } : {};
+      return work((call) => (turns ? turns.take(undefined, () => call(limits)) : call(limits)));
+    }
+    sent = true;
+    const deadline = performance.now() + budget;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), budget + ABORT_GRACE_MS);
+    const start = <R>(call: (limits: Limits) => Promise<R>): Promise<R> => {
+      const left = Math.ceil(deadline - performance.now());
+      if (left <= 0) return Promise.reject(new QueryTimeout(budget));
+      const settings = { max_execution_time: left / 1000 };
+      return call(turns ? { clickhouse_settings: settings } : { clickhouse_settings: settings, abort_signal: controller.signal });
+    };
+    try {
+      return await work((call) => (turns ? turns.take(controller.signal, () => start(call)) : start(call)));
+    } catch (err) {
+      if (err instanceof QueryTimeout) throw err;
+      if (controller.signal.aborted || engineTimeout(err)) throw new QueryTimeout(budget, { cause: err });
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+function wrap(client: ClickHouseClient, mode: Store['mode'], database: string, queryTimeoutMs: number | undefined): Store {
   let closed = false;
+  const limited = timeLimits(mode, queryTimeoutMs);
   return {
     mode,
     database,
     query: <T>(sql: string, params?: QueryParams) =>
-      guard('query', async () => {
-        const rs = await client.query({ query: sql, query_params: params, format: 'JSONEachRow' });
-        return rs.json<T>();
-      }),
+      guard('query', () =>
+        limited(undefined, async (exec) => {
+          const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'JSONEachRow', ...limits }));
+          return rs.json<T>();
+        }),
+      ),
     queryFields: (sql, params) =>
-      guard('query', async () => {
-        const rs = await client.query({ query: sql, query_params: params, format: 'TabSeparated' });
-        // Line by line: the result set's text() decodes the whole answer with a TextDecoder, about
-        // ten times slower than decoding each line's bytes.
-        // Large answers are split in slices (src/time-slices.ts).
-        const rows: string[][] = [];
-        const slices = new TimeSlices();
-        for await (const lines of rs.stream<unknown>()) {
-          for (const line of lines as { text: string }[]) {
-            rows.push(fieldsOf(line.text));
-            if (slices.due) await slices.turn();
+      guard('query', () =>
+        limited(undefined, async (exec) => {
+          const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'TabSeparated', ...limits }));
+          // Line by line: the result set's text() decodes the whole answer with a TextDecoder, about
+          // ten times slower than decoding each line's bytes.
+          // Large answers are split in slices (src/time-slices.ts).
+          const rows: string[][] = [];
+          const slices = new TimeSlices();
+          for await (const lines of rs.stream<unknown>()) {
+            for (const line of lines as { text: string }[]) {
+              rows.push(fieldsOf(line.text));
+              if (slices.due) await slices.turn();
+            }
           }
-        }
-        return rows;
-      }),
-    command: (sql, params) =>
-      guard('command', async () => {
-        await client.command({ query: sql, query_params: params });
-      }),
+          return rows;
+        }),
+        'fields',
+      ),
+    command: (sql, params, opts) =>
+      guard('command', () =>
+        limited(opts?.timeoutMs, async (exec) => {
+          await exec((limits) => client.command({ query: sql, query_params: params, ...limits }));
+        }),
+      ),
     insert: (table, rows) =>
       guard(`insert into ${table}`, async () => {
         if (rows.length === 0) return;
-        await client.command({ query: insertStatement(table, rows) });
+        const statement = insertStatement(table, rows);
+        await limited(undefined, (exec) => exec((limits) => client.command({ query: statement, ...limits })));
       }),
     ping: async () => {
       if (closed) return false;
       try {
-        const rs = await client.query({ query: 'SELECT 1 AS ok', format: 'JSONEachRow' });
-        await rs.json();
+        await limited(undefined, async (exec) => {
+          const rs = await exec((limits) => client.query({ query: 'SELECT 1 AS ok', format: 'JSONEachRow', ...limits }));
+          await rs.json();
+        });
         return true;
       } catch {
         return false;
@@ -177,11 +321,13 @@ async function openEmbedded(cfg: StoreConfig): Promise<Store> {
       await client.command({ query: `SET ${k} = ${typeof v === 'string' ? `'${v.replace(/'/g, "''")}'` : String(v)}` });
     }
   });
-  return wrap(client, 'embedded', cfg.database);
+  return wrap(client, 'embedded', cfg.database, cfg.queryTimeoutMs);
 }
 
 async function openServer(cfg: StoreConfig): Promise<Store> {
-  const common = { url: cfg.url, username: cfg.user, password: cfg.password, request_timeout: 60_000 };
+  // The socket's idle timeout must not fire before a statement's own limit does.
+  const requestTimeout = Math.max(60_000, (cfg.queryTimeoutMs ?? 0) + 10 * ABORT_GRACE_MS);
+  const common = { url: cfg.url, username: cfg.user, password: cfg.password, request_timeout: requestTimeout };
   const bootstrap = createClient(common);
   try {
     await guard('open', () => bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${cfg.database}` }));
@@ -189,7 +335,7 @@ async function openServer(cfg: StoreConfig): Promise<Store> {
     await bootstrap.close();
   }
   const client = createClient({ ...common, database: cfg.database, clickhouse_settings: sessionSettings });
-  return wrap(client, 'server', cfg.database);
+  return wrap(client, 'server', cfg.database, cfg.queryTimeoutMs);
 }
 
 /** Opens the store described by the configuration (database name is validated by config). */
