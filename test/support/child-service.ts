@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -177,6 +178,7 @@ export async function spawnService(opts: ChildServiceOptions): Promise<ChildServ
     METRICS_API_PORT: String(await freePort()),
     HOST: '127.0.0.1',
     JOB_LOCK_MS: CHILD_JOB_LOCK_MS,
+    ADMIN_PORT: '0',
     LOG_LEVEL: 'info',
     ...opts.env,
   };
@@ -330,6 +332,27 @@ export async function failedJobs(queues: Queue[]) {
     for (const job of await q.getFailed(0, -1)) {
       out.push({ queue: q.name, id: job.id, reason: job.failedReason, starts: job.attemptsStarted, stalls: job.stalledCounter });
     }
+  }
+  return out;
+}
+
+/**
+ * Where two API states differ: per answer, the first few differing list items (by position) or the
+ * whole answer. Empty when they are equal. (A failed toEqual of two whole states prints a diff too
+ * large to show anything.)
+ */
+export function stateDifferences(actual: Record<string, unknown>, expected: Record<string, unknown>, perKey = 3) {
+  const out: { answer: string; index?: number; actual: unknown; expected: unknown }[] = [];
+  for (const key of new Set([...Object.keys(expected), ...Object.keys(actual)])) {
+    const [a, e] = [actual[key], expected[key]];
+    if (isDeepStrictEqual(a, e)) continue;
+    if (Array.isArray(a) && Array.isArray(e)) {
+      const found = [];
+      for (let i = 0; i < Math.max(a.length, e.length) && found.length < perKey; i++) {
+        if (!isDeepStrictEqual(a[i], e[i])) found.push({ answer: `${key} (${a.length} items, expected ${e.length})`, index: i, actual: a[i], expected: e[i] });
+      }
+      out.push(...found);
+    } else out.push({ answer: key, actual: a, expected: e });
   }
   return out;
 }
