@@ -63,5 +63,10 @@ export function mountRoutes(
     if (ctx.status === 404 && ctx.body === undefined) throw errors.notFound();
   });
   app.use(root.routes());
+  // koa-router answers a method that no route implements (TRACE, PROPFIND…) as not implemented on
+  // any path: only a path some route has goes on to it ("known path, other method", 405), others stay 404.
+  app.use(async (ctx, next) => {
+    if (root.match(ctx.path, ctx.method).path.some((layer) => layer.methods.length > 0)) await next();
+  });
   app.use(root.allowedMethods({ throw: true, methodNotAllowed: errors.methodNotAllowed, notImplemented: errors.methodNotAllowed }));
 }
