@@ -242,7 +242,7 @@ const TIMESTAMPS = [
   '2024-01-05 24:00:00', '2024-01-05 23:59:60', '2024-1-5 10:00:00', '2024-01-05', '1704448800', '', ' ',
 ];
 const timestampText = fc.oneof(
-  { weight: 12, arbitrary: fc.constantFrom('2024-01-05 10:00:00', '2024-02-20T00:00:00Z', '2024-02-29T23:59:59.5+01:00').map(str) },
+  { weight: 40, arbitrary: fc.constantFrom('2024-01-05 10:00:00', '2024-02-20T00:00:00Z', '2024-02-29T23:59:59.5+01:00').map(str) },
   { weight: 6, arbitrary: fc.constantFrom(...TIMESTAMPS).map(str) },
   { weight: 1, arbitrary: fc.date({ noInvalidDate: true }).map((d) => str(d.toISOString())) },
   { weight: 1, arbitrary: oddString.map(str) },
@@ -316,18 +316,24 @@ const reportBody = fc.oneof(
     weight: 12,
     arbitrary: fc
       .record({
-        status: fc.oneof({ weight: 10, arbitrary: fc.constant('"FINISHED"') }, { weight: 2, arbitrary: fc.constantFrom(...STATUS_TEXTS) }, { weight: 1, arbitrary: fc.constant(ABSENT) }),
+        status: fc.oneof({ weight: 24, arbitrary: fc.constant('"FINISHED"') }, { weight: 2, arbitrary: fc.constantFrom(...STATUS_TEXTS) }, { weight: 1, arbitrary: fc.constant(ABSENT) }),
         check_id: field(nonEmptyText.map(str)),
         checktype_name: field(nonEmptyText.map(str)),
         checktype_version: field(reportText.map(str)),
         target: field(nonEmptyText.map(str)),
         options: field(reportText.map(str)),
         tag: field(reportText.map(str)),
-        start_time: field(timestampText, 4),
+        start_time: field(timestampText, 8),
         end_time: field(timestampText),
         vulnerabilities: field(fc.array(vulnerabilityText, { maxLength: 4 }).map((v) => `[${v.join(',')}]`)),
         extra: fc.array(
-          fc.tuple(fc.constantFrom('error', 'notes', 'data', 'not_applicable', 'status', 'target', 'unknown', '__proto__'), anyJson),
+          fc.tuple(
+            fc.oneof(
+              { weight: 8, arbitrary: fc.constantFrom('error', 'notes', 'data', 'not_applicable', 'unknown') },
+              { weight: 1, arbitrary: fc.constantFrom('status', 'target', '__proto__', 'vulnerabilities') },
+            ),
+            anyJson,
+          ),
           { maxLength: 3 },
         ),
         shuffle: fc.boolean(),
@@ -338,7 +344,7 @@ const reportBody = fc.oneof(
         return objectText(shuffle ? [...extra, ...entries] : [...entries, ...extra]);
       }),
   },
-  { weight: 2, arbitrary: anyJson },
+  { weight: 1, arbitrary: anyJson },
 );
 
 /** A POST /targets body: identifiers and teams of every kind and length, wrong types, nesting. */
