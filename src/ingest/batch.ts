@@ -6,6 +6,7 @@ import { compareRank, type DetectionRank, type NormalizedReport } from './normal
 import type { FamilySource } from './periods.js';
 import { bestClaims, detectionRows, eventRows, issueObjectRows, issueRows, latestEventRow } from './rows.js';
 import * as q from './queries.js';
+import { reconcileDerived } from './reconcile.js';
 import { teamsOf } from '../targets/queries.js';
 import { TimeSlices } from '../time-slices.js';
 
@@ -256,6 +257,8 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
     counts.findingVersions = findingRows.length;
     counts.statusChanges = findingRows.filter((r) => r.status !== r.prev_status).length;
     await store.insert('findings', findingRows);
+    // A retry may follow a process killed between this insert and its views' pushes.
+    if (recovery) await reconcileDerived(store, targets);
   });
   await step('sources', async () => {
     await store.insert(
