@@ -58,7 +58,7 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 const log = createLogger('warn');
 fs.rmSync(DATA_DIR, { recursive: true, force: true });
-const config = loadConfig({ ...process.env, DATA_DIR, REDIS_URL, LOG_LEVEL: 'warn', DB_API_PORT: '0', METRICS_API_PORT: '0' });
+const config = loadConfig({ ...process.env, DATA_DIR, REDIS_URL, LOG_LEVEL: 'warn', DB_API_PORT: '0', METRICS_API_PORT: '0', ADMIN_PORT: '0' });
 const id = randomUUID().slice(0, 8);
 const names = { queuePrefix: `bench-${id}`, keyPrefix: `bench-${id}` };
 

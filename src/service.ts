@@ -12,7 +12,8 @@ import { TargetLocks, type Locks } from './ingest/target-locks.js';
 import type { Logger } from './log.js';
 import { createMetricsApi } from './metrics/app.js';
 import { describeKeys, tokenKeys } from './metrics/keys.js';
-import { checksQueue } from './queue/producer.js';
+import { bundlesQueue, checksQueue } from './queue/producer.js';
+import { QUEUE_BOARD_PATH, startAdmin } from './observability/admin.js';
 import { defaultRedisNames, requestConnection, whenReady, workerConnection, type RedisNames } from './queue/redis.js';
 import { openStore, type Store } from './storage/gateway.js';
 import { migrate } from './storage/migrate.js';
@@ -47,6 +48,8 @@ export interface Service {
   /** Where the APIs listen (actual ports when configured as 0). */
   dbApiUrl: string | undefined;
   metricsApiUrl: string | undefined;
+  /** The admin listener (/metrics, /healthz, /readyz, /admin/queues). */
+  adminUrl: string;
   close(): Promise<void>;
 }
 
@@ -88,7 +91,8 @@ async function closeWorker(worker: Worker, log: Logger, graceMs = 30_000): Promi
 export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
   const { log } = opts;
   const names = opts.names ?? defaultRedisNames;
-  const store = await openStore(config.store);
+  // The configured limit, also when a caller swapped config.store (tests open fresh databases).
+  const store = await openStore({ ...config.store, queryTimeoutMs: config.queryTimeoutMs });
   await migrate(store, log);
   log.info('store ready', { mode: store.mode, database: store.database, ...(store.mode === 'embedded' ? { path: config.store.embeddedPath } : {}) });
 
@@ -104,7 +108,8 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   let dbApiUrl: string | undefined;
   let metricsApiUrl: string | undefined;
 
-  const locks = new TargetLocks(redis, names);
+  // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
+  const locks = new TargetLocks(redis, names, config.jobs.lockMs);
   if (opts.worker) {
     batcher = new ReportBatcher({
       store,
@@ -183,6 +188,11 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     log.info('APIs listening', { database: dbApiUrl, metrics: metricsApiUrl });
   }
 
+  // Every process, whatever its roles, can be watched and probed.
+  const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names)];
+  const admin = await startAdmin({ store, redis, queues: boardQueues, log }, config.admin.port, config.admin.host);
+  log.info('admin listening', { metrics: `${admin.url}/metrics`, ready: `${admin.url}/readyz`, queues: `${admin.url}${QUEUE_BOARD_PATH}` });
+
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
@@ -193,11 +203,12 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
         await batcher.drain();
         batcher.close();
       }
-      if (queue) await queue.close();
+      await closeServer(admin.server);
+      await Promise.all(boardQueues.map((q) => q.close()));
       await Promise.allSettled([redis.quit(), workerRedis?.quit()]);
       await store.close();
       log.info('stopped');
     })());
 
-  return { store, queue, batcher, workers, redis, names, locks, dbApiUrl, metricsApiUrl, close };
+  return { store, queue, batcher, workers, redis, names, locks, dbApiUrl, metricsApiUrl, adminUrl: admin.url, close };
 }

@@ -34,7 +34,7 @@ const valid = (i: number) =>
   report({ check_id: `valid-${i}`, target: `valid-${i}.example.com`, end_time: '2024-01-01 10:00:00', vulnerabilities: [V] });
 
 async function finishedStates(jobs: Job[]) {
-  return Promise.all(jobs.map(async (j) => ({ state: await j.getState(), reason: (await j.queue.getJob(j.id!))?.failedReason })));
+  return Promise.all(jobs.map(async (j) => ({ state: await j.getState(), reason: j.failedReason })));
 }
 
 describe('reports holding unpaired surrogates', () => {
@@ -55,7 +55,7 @@ describe('reports holding unpaired surrogates', () => {
     }
     for (const i of [0, 1, 2]) await json(svc.postJson('/checks', valid(i)), 202);
     await svc.settle();
-    expect(await svc.queue.getFailedCount()).toBe(0);
+    expect(await svc.queue!.getFailedCount()).toBe(0);
     const size = await json(svc.db('/stats/size'));
     expect(size).toMatchObject({ size: { targets: 6, sources: 6 } });
   });
@@ -71,9 +71,9 @@ describe('reports holding unpaired surrogates', () => {
   });
 
   it('given a job added to the queue directly with unpaired surrogates, when processed, then it is stored too', async () => {
-    const [id] = await enqueueReports(svc.queue, [surrogateReport(9)]);
+    const [id] = await enqueueReports(svc.queue!, [surrogateReport(9)]);
     await svc.settle();
-    expect(await (await svc.queue.getJob(id!))!.getState()).toBe('completed');
+    expect(await (await svc.queue!.getJob(id!))!.getState()).toBe('completed');
   });
 
   it('given POST /targets with an unpaired surrogate in the identifier, when sent, then it is created with U+FFFD', async () => {
@@ -89,7 +89,7 @@ describe('reports holding unpaired surrogates', () => {
     const res = await svc.db('/checks', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
     expect(res.status).toBe(202);
     const { job_id } = (await res.json()) as { job_id: string };
-    const job = await svc.queue.getJob(job_id);
+    const job = await svc.queue!.getJob(job_id);
     expect(Object.keys(job!.data).sort()).toEqual(
       ['check_id', 'checktype_name', 'checktype_version', 'end_time', 'options', 'start_time', 'status', 'tag', 'target', 'vulnerabilities'].sort(),
     );
@@ -110,9 +110,9 @@ describe('a report the store refuses on its own', () => {
 
   it('given one poison report among five valid ones in one batch, when ingested, then it alone fails, without retry and with its reason, and the others are stored', async () => {
     const reports = [valid(1), valid(2), report({ check_id: 'p-1', target: poisonTarget, end_time: '2024-01-01 10:00:00', vulnerabilities: [V] }), valid(3), valid(4), valid(5)];
-    const ids = await enqueueReports(svc.queue, reports);
+    const ids = await enqueueReports(svc.queue!, reports);
     await svc.settle();
-    const jobs = await Promise.all(ids.map((id) => svc.queue.getJob(id)));
+    const jobs = await Promise.all(ids.map((id) => svc.queue!.getJob(id)));
     const states = await finishedStates(jobs as Job[]);
     expect(states.map((s) => s.state)).toEqual(['completed', 'completed', 'failed', 'completed', 'completed', 'completed']);
     expect(states[2]!.reason).toMatch(/the store refused this report: .*injected failure of a poison report/);

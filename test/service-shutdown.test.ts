@@ -37,6 +37,7 @@ describe('graceful shutdown', () => {
       METRICS_API_PORT: '0',
       HOST: '127.0.0.1',
       REDIS_URL: 'redis://127.0.0.1:1',
+      ADMIN_PORT: '0',
       LOG_LEVEL: 'silent',
     });
     config.store = testStoreConfig();

@@ -41,6 +41,7 @@ export async function startTestService(
     HOST: '127.0.0.1',
     REDIS_URL,
     INGEST_BATCH_WAIT_MS: '5',
+    ADMIN_PORT: '0',
     LOG_LEVEL: 'silent',
     ...opts.env,
   });

@@ -1,0 +1,81 @@
+import http from 'node:http';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { KoaAdapter } from '@bull-board/koa';
+import Router from '@koa/router';
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import Koa from 'koa';
+import type { Logger } from '../log.js';
+import type { Store } from '../storage/gateway.js';
+import { registry, watchQueues } from './metrics.js';
+
+/**
+ * The admin listener every process opens (ADMIN_PORT, default 9464, on ADMIN_HOST, default
+ * 127.0.0.1): `/metrics` for Prometheus, `/healthz` (the process is alive), `/readyz` (the store
+ * and Redis answer: a process that cannot do its work is taken out of rotation) and bull-board
+ * under `/admin/queues` (waiting, failed and completed jobs, retry and removal). It carries no
+ * authentication, hence loopback by default; publish it only to the operators' network.
+ */
+
+export const QUEUE_BOARD_PATH = '/admin/queues';
+
+export interface AdminDeps {
+  store: Store;
+  redis: Redis;
+  /** The queues this process works with, shown by bull-board and counted in `vulndb_queue_jobs`. */
+  queues: Queue[];
+  log: Logger;
+}
+
+async function answers(probe: () => Promise<unknown>, timeoutMs = 2000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+  try {
+    return await Promise.race([probe().then(() => true, () => false), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function createAdminApp(deps: AdminDeps): Koa {
+  const app = new Koa();
+  const router = new Router();
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', async (ctx) => {
+    const [store, redis] = await Promise.all([answers(async () => {
+      if (!(await deps.store.ping())) throw new Error('store does not answer');
+    }), answers(() => deps.redis.ping())]);
+    ctx.status = store && redis ? 200 : 503;
+    ctx.body = { status: store && redis ? 'ready' : 'unavailable', store: store ? 'ok' : 'down', redis: redis ? 'ok' : 'down' };
+  });
+  router.get('/metrics', async (ctx) => {
+    ctx.type = registry.contentType;
+    ctx.body = await registry.metrics();
+  });
+
+  const board = new KoaAdapter();
+  board.setBasePath(QUEUE_BOARD_PATH);
+  createBullBoard({ queues: deps.queues.map((q) => new BullMQAdapter(q)), serverAdapter: board });
+  watchQueues(async () =>
+    Promise.all(deps.queues.map(async (q) => ({ queue: q.name, counts: await q.getJobCounts('waiting', 'active', 'delayed', 'failed') }))),
+  );
+
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  app.use(board.registerPlugin());
+  return app;
+}
+
+/** Starts the admin listener; resolves to its URL. */
+export async function startAdmin(deps: AdminDeps, port: number, host: string): Promise<{ url: string; server: http.Server }> {
+  const server = http.createServer(createAdminApp(deps).callback());
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const { port: actual } = server.address() as { port: number };
+  return { url: `http://${host.includes(':') ? `[${host}]` : host}:${actual}`, server };
+}

@@ -1,0 +1,38 @@
+import { randomUUID } from 'node:crypto';
+import type { Middleware } from 'koa';
+import type { Logger } from '../log.js';
+import { httpRequestDuration } from './metrics.js';
+
+/**
+ * The outermost middleware of both APIs: gives each request an id (the caller's `X-Request-Id`
+ * when it is a short token, a new UUID otherwise), echoes it in the answer, hands the rest of the
+ * request a logger that carries it (`ctx.state.log`), and records the request once it is answered:
+ * the duration histogram by route pattern, a debug line (an error line for 5xx).
+ */
+
+const CALLER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The logger of the request being handled, or `fallback` outside one. */
+export const requestLog = (state: { log?: Logger }, fallback: Logger): Logger => state.log ?? fallback;
+
+export function observeRequests(log: Logger, api: 'database' | 'metrics'): Middleware {
+  return async (ctx, next) => {
+    const started = performance.now();
+    const given = ctx.get('X-Request-Id');
+    const requestId = CALLER_ID.test(given) ? given : randomUUID();
+    ctx.set('X-Request-Id', requestId);
+    ctx.state.requestId = requestId;
+    ctx.state.log = log.child({ requestId });
+    try {
+      await next();
+    } finally {
+      const seconds = (performance.now() - started) / 1000;
+      // The route's pattern (bounded label values), never the raw path.
+      const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+      httpRequestDuration.observe({ api, route: typeof route === 'string' ? route : 'unmatched', method: ctx.method, status: String(ctx.status) }, seconds);
+      const fields = { method: ctx.method, path: ctx.path.length > 200 ? `${ctx.path.slice(0, 200)}…` : ctx.path, status: ctx.status, ms: +(seconds * 1000).toFixed(1) };
+      if (ctx.status >= 500) (ctx.state.log as Logger).error('request failed', fields);
+      else (ctx.state.log as Logger).debug('request', fields);
+    }
+  };
+}
