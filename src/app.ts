@@ -11,7 +11,8 @@ import { docsRoutes } from './openapi/routes.js';
 import { sourceRoutes } from './sources/routes.js';
 import { dbApiBody, dbErrors, errorMiddleware } from './errors.js';
 import { healthRoutes } from './health/routes.js';
-import { accessLog, ignoreTrailingSlash, mountRoutes } from './http/middleware.js';
+import { ignoreTrailingSlash, limitQueryParams, mountRoutes } from './http/middleware.js';
+import { useLinearQuery } from './http/query.js';
 import type { Logger } from './log.js';
 import type { TokenKeys } from './metrics/keys.js';
 import { statsRoutes } from './stats/routes.js';
@@ -19,6 +20,7 @@ import type { Store } from './storage/gateway.js';
 import type { Locks } from './ingest/target-locks.js';
 import { targetRoutes } from './targets/routes.js';
 import { TotalsRewriter } from './findings/totals.js';
+import { observeRequests } from './observability/requests.js';
 
 /** The database API (SPEC §5–§6): builds the Koa app from its dependencies; never listens. */
 
@@ -43,9 +45,13 @@ export interface DbApiDeps {
 
 export function createDbApi(deps: DbApiDeps): Koa {
   const app = new Koa();
+  app.use(observeRequests(deps.log, 'database'));
   app.use(errorMiddleware(dbApiBody, deps.log));
-  app.use(accessLog(deps.log));
   app.use(ignoreTrailingSlash);
+  useLinearQuery(app);
+  // SPEC §5.6 before everything else, authentication and routing included: a limit on the request
+  // itself (like a body's 413), not a parameter error of §5.2's order.
+  app.use(limitQueryParams(dbErrors.tooManyParams));
   app.use(dbApiAccess(deps.auth));
   const api: ApiContext = {
     store: deps.store,

@@ -2,7 +2,8 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { nowSeconds } from '../domain/time.js';
 import { ApiError, errorMiddleware, type ErrorBody } from '../errors.js';
-import { accessLog, ignoreTrailingSlash, mountRoutes } from '../http/middleware.js';
+import { ignoreTrailingSlash, mountRoutes } from '../http/middleware.js';
+import { useLinearQuery } from '../http/query.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
 import { authenticate } from './auth.js';
@@ -10,6 +11,7 @@ import { ResponseCache, type CacheSettings } from '../cache/response-cache.js';
 import type { TokenKeys } from './keys.js';
 import { metricRoutes } from './routes.js';
 import { metricsErrors } from './errors.js';
+import { observeRequests } from '../observability/requests.js';
 
 /** The security metrics API (SPEC §8) under /api/v1: builds the Koa app; never listens. */
 
@@ -45,9 +47,11 @@ export interface MetricsApiDeps {
 
 export function createMetricsApi(deps: MetricsApiDeps): Koa {
   const app = new Koa();
+  app.use(observeRequests(deps.log, 'metrics'));
   app.use(errorMiddleware(metricsBody, deps.log));
-  app.use(accessLog(deps.log));
   app.use(ignoreTrailingSlash);
+  // Too many parameters is refused at the query validation step (SPEC §8.2 order; schema.ts).
+  useLinearQuery(app);
   const health = new Router();
   health.get('/healthcheck', async (ctx) => {
     if (!(await deps.store.ping())) throw new ApiError(503, 'Unavailable', 'Unavailable');
