@@ -12,13 +12,13 @@ import {
   sizeOf,
   sizeProblem,
   withStoredIds,
-  type Client,
+  type FuzzContext,
   type SizeStats,
 } from './support/fuzz-requests.js';
-import { startTestService, type TestService } from './support/service.js';
+import { startTestService } from './support/service.js';
 
 /**
- * Issue 21: a fuzz campaign over every route of both APIs (test/support/fuzz-requests.ts). Hostile
+ * Issue 21: fuzz campaigns over every route of both APIs (test/support/fuzz-requests.ts). Hostile
  * requests — wrong types, lone surrogates, SQL and ClickHouse parameter syntax, repeated keys, deep
  * nesting, odd numbers and dates, ids that are and are not UUIDs, percent-encoding oddities,
  * hundreds of parameters, thousands of slashes, wrong methods and media types — never get a 5xx,
@@ -27,67 +27,105 @@ import { startTestService, type TestService } from './support/service.js';
  * The service's ingest workers stop once the catalog is loaded, so every accepted report stays in
  * the queue: the store may change only by the targets POST /targets creates, and each queued job
  * can be read back. Then workers ingest the queued reports (none may fail, SPEC §3.3 item 6) and a
- * second campaign reads what they stored through both APIs. The seed is fixed (FUZZ_SEED overrides
- * it; FUZZ_PATH replays a counterexample of the first campaign; `npm run fuzz` runs campaigns of any
- * length with random seeds).
+ * second campaign reads what they stored through both APIs. A third, shorter campaign runs against
+ * a database API with DB_API_AUTH=jwt. The seed is fixed (FUZZ_SEED overrides it; FUZZ_PATH replays
+ * a counterexample of the first campaign; `npm run fuzz` runs campaigns of any length with random
+ * seeds).
  */
 
 const SEED = Number(process.env.FUZZ_SEED ?? 21);
 const PATH = process.env.FUZZ_PATH;
-const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 8_000);
-const READS = Number(process.env.FUZZ_READS ?? 2_000);
+const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 7_000);
+const READS = Number(process.env.FUZZ_READS ?? 1_500);
+const AUTH_REQUESTS = Number(process.env.FUZZ_AUTH_REQUESTS ?? 1_500);
 const BATCH = 8;
 
+const hint = `replay a failure: FUZZ_SEED=<seed> FUZZ_PATH=<path> npx vitest run test/fuzz.test.ts, or npm run fuzz -- --seed <seed> --path <path>`;
+
+/** The service, its catalog loaded and its workers stopped; requests of the test carry an admin token. */
+async function fuzzTarget(env: Record<string, string>) {
+  const ctx: FuzzContext = { ...fuzzContext(0), dbAuth: env.DB_API_AUTH === 'jwt' };
+  const svc = await startTestService({ env: { JWT_SECRET: FUZZ_SECRET, ...env } });
+  ctx.maxReportBytes = svc.config.maxReportBytes;
+  const db = (path: string, init: RequestInit = {}) =>
+    svc.db(path, { ...init, headers: { ...(init.headers as Record<string, string>), Authorization: `Bearer ${ctx.tokens.admin}` } });
+  const postJson = (path: string, body: unknown) => db(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  await loadCatalog({ postJson, settle: svc.settle });
+  // From here on accepted reports stay queued.
+  await Promise.all(svc.workers.map((w) => w.close()));
+  const before = await sizeOf(db);
+  const client = fuzzClient({ db: svc.dbApiUrl!, metrics: svc.metricsApiUrl! }, { sockets: BATCH, timeoutMs: 60_000 });
+  return { svc, ctx, db, before, client };
+}
+
 describe('the fuzz campaign of both APIs', () => {
-  let svc: TestService;
-  let client: Client;
-  let before: SizeStats;
+  let t: Awaited<ReturnType<typeof fuzzTarget>>;
   let stopWorkers: (() => Promise<void>) | undefined;
   const ledger = newLedger();
 
   beforeAll(async () => {
-    svc = await startTestService({ env: { JWT_SECRET: FUZZ_SECRET } });
-    await loadCatalog(svc);
-    // From here on accepted reports stay queued.
-    await Promise.all(svc.workers.map((w) => w.close()));
-    before = await sizeOf(svc.db);
-    client = fuzzClient({ db: svc.dbApiUrl!, metrics: svc.metricsApiUrl! }, { sockets: BATCH, timeoutMs: 60_000 });
+    t = await fuzzTarget({});
   });
   afterAll(async () => {
-    client?.close();
+    t?.client.close();
     await stopWorkers?.();
-    await svc?.close();
+    await t?.svc.close();
   });
 
   it(`answers ${REQUESTS} generated requests without a 5xx, with the SPEC's error bodies and JSON (seed ${SEED})`, async () => {
-    console.log(`fuzz: seed ${SEED}${PATH !== undefined ? `, path "${PATH}"` : ''}, ${REQUESTS} requests in batches of ${BATCH} (replay a failure: FUZZ_SEED=<seed> FUZZ_PATH=<path> npx vitest run test/fuzz.test.ts)`);
+    console.log(`fuzz: seed ${SEED}${PATH !== undefined ? `, path "${PATH}"` : ''}, ${REQUESTS} requests in batches of ${BATCH} (${hint})`);
     const started = performance.now();
-    await assertCampaign({ client, ctx: fuzzContext(svc.config.maxReportBytes), requests: REQUESTS, seed: SEED, batch: BATCH, path: PATH, ledger });
+    await assertCampaign({ client: t.client, ctx: t.ctx, requests: REQUESTS, seed: SEED, batch: BATCH, path: PATH, ledger });
     const statuses = Object.fromEntries([...ledger.byStatus].sort((a, b) => a[0] - b[0]));
     console.log(`fuzz: ${ledger.requests} requests in ${((performance.now() - started) / 1000).toFixed(1)} s; statuses ${JSON.stringify(statuses)}`);
     if (PATH === undefined) expect(ledger.requests).toBeGreaterThanOrEqual(REQUESTS);
   }, 900_000);
 
   it('leaves /stats/size as before but for the targets POST /targets answered 201 for', async () => {
-    expect(await sizeProblem(svc.db, ledger, before)).toBeUndefined();
+    expect(await sizeProblem(t.db, ledger, t.before)).toBeUndefined();
   });
 
   it('queues one job per accepted report, each the validated report (the fields of SPEC §3.2 only, any text well formed)', async () => {
     if (PATH === undefined) expect(ledger.jobs.length).toBeGreaterThan(REQUESTS / 100);
-    expect(await queueProblems(svc.queue!, ledger)).toEqual([]);
+    expect(await queueProblems(t.svc.queue!, ledger)).toEqual([]);
   });
 
   it('ingests every accepted report: no job fails for what its report holds', async () => {
-    const ingest = await ingestQueued({ ...svc, batcher: svc.batcher!, queue: svc.queue!, log: createLogger('silent') });
+    const ingest = await ingestQueued({ ...t.svc, batcher: t.svc.batcher!, queue: t.svc.queue!, log: createLogger('silent') });
     stopWorkers = ingest.close;
     expect(ingest.failed).toEqual([]);
   }, 300_000);
 
   it(`answers ${READS} generated reads of what the fuzzed reports stored, by both APIs, as the SPEC says (seed ${SEED + 1})`, async () => {
-    const ctx = await withStoredIds(fuzzContext(svc.config.maxReportBytes), svc.db);
+    const ctx = await withStoredIds(t.ctx, t.db);
     const reads = newLedger();
-    await assertCampaign({ client, ctx, requests: READS, seed: SEED + 1, batch: BATCH, ledger: reads, only: ['reads', 'metrics'] });
+    await assertCampaign({ client: t.client, ctx, requests: READS, seed: SEED + 1, batch: BATCH, ledger: reads, only: ['reads', 'metrics'] });
     console.log(`fuzz: ${reads.requests} reads of ${ctx.ids.finding.length} findings, ${ctx.ids.issue.length} issues, ${ctx.ids.target.length} targets, ${ctx.ids.source.length} sources`);
     expect(reads.requests).toBeGreaterThanOrEqual(READS);
   }, 900_000);
+});
+
+describe('the fuzz campaign of a database API with DB_API_AUTH=jwt', () => {
+  let t: Awaited<ReturnType<typeof fuzzTarget>>;
+  let before: SizeStats;
+  const ledger = newLedger();
+
+  beforeAll(async () => {
+    t = await fuzzTarget({ DB_API_AUTH: 'jwt' });
+    before = t.before;
+  });
+  afterAll(async () => {
+    t?.client.close();
+    await t?.svc.close();
+  });
+
+  it(`answers ${AUTH_REQUESTS} generated requests with and without tokens: 401 without, 403 for writes without the right, never a 5xx (seed ${SEED + 2})`, async () => {
+    await assertCampaign({ client: t.client, ctx: t.ctx, requests: AUTH_REQUESTS, seed: SEED + 2, batch: BATCH, ledger, only: ['reads', 'writes', 'unknown'] });
+    expect(ledger.requests).toBeGreaterThanOrEqual(AUTH_REQUESTS);
+  }, 900_000);
+
+  it('leaves the store and the queue as the accepted writes say', async () => {
+    expect(await sizeProblem(t.db, ledger, before)).toBeUndefined();
+    expect(await queueProblems(t.svc.queue!, ledger)).toEqual([]);
+  });
 });

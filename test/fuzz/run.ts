@@ -1,5 +1,5 @@
 /**
- * npm run fuzz -- [--requests N] [--seed S] [--path P] [--batch B] [--reads R] [--only reads,writes,metrics,unknown]
+ * npm run fuzz -- [--requests N] [--seed S] [--path P] [--batch B] [--reads R] [--only reads,writes,metrics,unknown] [--db-auth]
  *
  * The fuzz campaign of test/fuzz.test.ts at any length (issue 21): starts the service in this
  * process (embedded engine in a temporary folder, the Redis on 127.0.0.1:6379 under key prefixes of
@@ -47,11 +47,13 @@ const requests = Number(arg('requests') ?? 10_000);
 const seed = Number(arg('seed') ?? Math.floor(Math.random() * 2 ** 31));
 const replayPath = arg('path');
 const reads = Number(arg('reads') ?? Math.ceil(requests / 4));
+// --db-auth: the database API runs with DB_API_AUTH=jwt and the requests carry tokens (SPEC §5.1).
+const dbAuth = args.includes('--db-auth');
 const batch = Number(arg('batch') ?? 8);
 // --only reads,writes,metrics,unknown: some kinds of request only.
 const only = (arg('only') ?? REQUEST_KINDS.join(',')).split(',') as RequestKind[];
 if (!Number.isInteger(requests) || requests < 1 || !Number.isInteger(seed) || !Number.isInteger(batch) || batch < 1) {
-  console.error('usage: npm run fuzz -- [--requests N] [--seed S] [--path P] [--batch B] [--reads R] [--only reads,writes,metrics,unknown]');
+  console.error('usage: npm run fuzz -- [--requests N] [--seed S] [--path P] [--batch B] [--reads R] [--only reads,writes,metrics,unknown] [--db-auth]');
   process.exit(2);
 }
 
@@ -67,6 +69,7 @@ const config = loadConfig({
   INGEST_BATCH_WAIT_MS: '5',
   JWT_SECRET: FUZZ_SECRET,
   LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+  ...(dbAuth ? { DB_API_AUTH: 'jwt' } : {}),
 });
 config.store = { url: undefined, database: `fuzz_${id}`, user: 'default', password: '', embeddedPath: path.join(dir, 'clickhouse') };
 const names = { queuePrefix: `bull-fuzz-${id}`, keyPrefix: `vulndb-fuzz-${id}` };
@@ -83,7 +86,9 @@ const settle = async (timeoutMs = 300_000) => {
     await new Promise((r) => setTimeout(r, 20));
   }
 };
-const db = (p: string, init?: RequestInit) => fetch(`${service.dbApiUrl}${p}`, init);
+const admin = `Bearer ${fuzzContext(0).tokens.admin}`;
+const db = (p: string, init: RequestInit = {}) =>
+  fetch(`${service.dbApiUrl}${p}`, { ...init, headers: { ...(init.headers as Record<string, string>), Authorization: admin } });
 const client = fuzzClient({ db: service.dbApiUrl!, metrics: service.metricsApiUrl! }, { sockets: batch, timeoutMs: 60_000 });
 const say = (line: string) => console.log(`  ${line}`);
 
@@ -124,7 +129,7 @@ try {
 
   // 1. Every kind of request; writes are queued, not applied.
   const ledger = newLedger();
-  const ctx = fuzzContext(config.maxReportBytes);
+  const ctx = { ...fuzzContext(config.maxReportBytes), dbAuth };
   if (!(await campaign('requests', { ctx, requests, seed, path: replayPath, ledger, only }))) failed = true;
   const problems = [await sizeProblem(db, ledger, before), ...(await queueProblems(queue, ledger))].filter((p) => p !== undefined);
   for (const line of problems) console.log(`after the campaign: ${line}`);

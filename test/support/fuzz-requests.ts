@@ -48,8 +48,10 @@ export interface FuzzContext {
   teams: string[];
   labels: string[];
   /** Metrics API bearer tokens: an admin, a member of `memberTeam`, and refused ones. */
-  tokens: { admin: string; member: string; memberTeam: string; refused: string[]; odd: string };
+  tokens: { admin: string; member: string; memberTeam: string; ingest: string; refused: string[]; odd: string };
   maxReportBytes: number;
+  /** The database API runs with DB_API_AUTH=jwt: its requests carry these tokens too (SPEC §5.1). */
+  dbAuth?: boolean;
 }
 
 /** Tokens signed with the service's JWT_SECRET, valid for a day (admin, member of `team`), and refused ones. */
@@ -63,6 +65,8 @@ export function fuzzTokens(secret: string, team: string): FuzzContext['tokens'] 
     admin: sign({ admin: true }),
     member: sign({ teams: [team] }),
     memberTeam: team,
+    // May write (SPEC §5.1 `"scopes": ["ingest"]`), reads only its teams.
+    ingest: sign({ teams: ['b7d9e1f3-5a7c-4e9b-8d1f-3a5c7e9b1d3f'], scopes: ['ingest'] }),
     // Valid, with teams no API would issue.
     odd: sign({ teams: ['\ud800', "'; DROP TABLE findings; --", '{x:String}', '%zz'] }),
     refused: [
@@ -802,12 +806,46 @@ export type RequestKind = (typeof REQUEST_KINDS)[number];
 
 /** Every kind of request (or only some), in proportions that keep the store busy without starving the rest. */
 export function fuzzRequest(ctx: FuzzContext, only: readonly RequestKind[] = REQUEST_KINDS): fc.Arbitrary<FuzzRequest> {
+  const db = (a: fc.Arbitrary<FuzzRequest>) => (ctx.dbAuth ? withDbToken(a, ctx) : a);
   const kinds: { weight: number; arbitrary: fc.Arbitrary<FuzzRequest> }[] = [];
-  if (only.includes('reads')) kinds.push({ weight: 9, arbitrary: dbReads(ctx) });
-  if (only.includes('writes')) kinds.push({ weight: 5, arbitrary: dbWrites(ctx) });
+  if (only.includes('reads')) kinds.push({ weight: 9, arbitrary: db(dbReads(ctx)) });
+  if (only.includes('writes')) kinds.push({ weight: 5, arbitrary: db(dbWrites(ctx)) });
   if (only.includes('metrics')) kinds.push({ weight: 4, arbitrary: metricsRequests(ctx) });
-  if (only.includes('unknown')) kinds.push({ weight: 1, arbitrary: unknownPaths() });
+  if (only.includes('unknown')) kinds.push({ weight: 1, arbitrary: db(unknownPaths()) });
   return fc.oneof(...kinds);
+}
+
+/** Open without a token under DB_API_AUTH=jwt (src/auth/db-api.ts). */
+const OPEN_DB_PATHS = new Set(['/healthcheck', '/openapi.json', '/docs']);
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * A database API request with a bearer token (DB_API_AUTH=jwt, SPEC §5.1): the limit on parameters
+ * first, then no or a refused token is 401 on every path but the open ones (before routing, unknown
+ * paths too), then a write by a caller without admin or the ingest scope is 403.
+ */
+function withDbToken(requests: fc.Arbitrary<FuzzRequest>, ctx: FuzzContext): fc.Arbitrary<FuzzRequest> {
+  const t = ctx.tokens;
+  const bearer = fc.oneof(
+    { weight: 4, arbitrary: fc.constant({ header: `Bearer ${t.admin}`, kind: 'writer' }) },
+    { weight: 2, arbitrary: fc.constant({ header: `Bearer ${t.ingest}`, kind: 'writer' }) },
+    { weight: 3, arbitrary: fc.constantFrom(`Bearer ${t.member}`, `Bearer ${t.odd}`).map((header) => ({ header, kind: 'reader' })) },
+    { weight: 1, arbitrary: fc.constant({ header: undefined, kind: 'refused' }) },
+    { weight: 2, arbitrary: fc.constantFrom(...t.refused, '').map((token) => ({ header: `Bearer ${token}`, kind: 'refused' })) },
+  );
+  return fc.tuple(requests, bearer).map(([r, b]) => {
+    if (r.api !== 'db') return r;
+    const full = r.target.split('?')[0]!;
+    let end = full.length;
+    while (end > 1 && full[end - 1] === '/') end--; // not /\/+$/, quadratic on runs of slashes
+    const path = full.slice(0, end);
+    let expect = r.expect;
+    if (paramCount(r.target) > 256 || OPEN_DB_PATHS.has(path)) expect = r.expect;
+    else if (b.kind === 'refused') expect = [401];
+    else if (b.kind === 'reader' && !READ_METHODS.has(r.method)) expect = [403];
+    const headers = b.header === undefined ? r.headers : { ...r.headers, Authorization: b.header };
+    return new FuzzRequest(r.api, r.route, r.method, r.target, headers, r.body, expect, r.schema, r.chunked);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
