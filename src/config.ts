@@ -26,6 +26,10 @@ const envSchema = z.object({
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a plain identifier')
     .default('vulndb'),
+  // docs/SCALING.md: migrations ON CLUSTER with replicated engines (server mode only).
+  CLICKHOUSE_CLUSTER: optionalString.refine((v) => v === undefined || /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(v), {
+    error: 'must be a cluster name of the server configuration (letters, digits, _ . -)',
+  }),
   CLICKHOUSE_USER: z.string().default('default'),
   CLICKHOUSE_PASSWORD: z.string().default(''),
   DATA_DIR: z.string().min(1).default('./data'),
@@ -64,6 +68,8 @@ export interface StoreConfig {
    * benchmark scripts' stores). Migrations run without it (src/storage/gateway.ts, StatementOptions).
    */
   queryTimeoutMs?: number;
+  /** CLICKHOUSE_CLUSTER: the migrations' cluster (server mode only; src/storage/cluster.ts). */
+  cluster?: string;
 }
 
 export interface Config {
@@ -118,6 +124,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.PAGE_SIZE_DEFAULT > e.PAGE_SIZE_MAX) {
     throw new ConfigError('invalid configuration: PAGE_SIZE_DEFAULT must not exceed PAGE_SIZE_MAX');
   }
+  if (e.CLICKHOUSE_CLUSTER !== undefined && e.CLICKHOUSE_URL === undefined) {
+    throw new ConfigError('invalid configuration: CLICKHOUSE_CLUSTER needs a server (CLICKHOUSE_URL)');
+  }
   const dataDir = path.resolve(e.DATA_DIR);
   return {
     host: e.HOST,
@@ -132,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       password: e.CLICKHOUSE_PASSWORD,
       embeddedPath: path.join(dataDir, 'clickhouse'),
       queryTimeoutMs: e.QUERY_TIMEOUT_MS,
+      ...(e.CLICKHOUSE_CLUSTER !== undefined ? { cluster: e.CLICKHOUSE_CLUSTER } : {}),
     },
     dataDir,
     ingest: {

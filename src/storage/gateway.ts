@@ -31,6 +31,8 @@ export interface StatementOptions {
 export interface Store {
   readonly mode: 'embedded' | 'server';
   readonly database: string;
+  /** CLICKHOUSE_CLUSTER (server mode): migrations run ON CLUSTER with replicated engines (src/storage/cluster.ts). */
+  readonly cluster?: string;
   query<T>(sql: string, params?: QueryParams): Promise<T[]>;
   /**
    * Rows as arrays of field texts (TabSeparated, unescaped): for large results of plain fields,
@@ -335,7 +337,8 @@ async function openServer(cfg: StoreConfig): Promise<Store> {
     await bootstrap.close();
   }
   const client = createClient({ ...common, database: cfg.database, clickhouse_settings: sessionSettings });
-  return wrap(client, 'server', cfg.database, cfg.queryTimeoutMs);
+  const store = wrap(client, 'server', cfg.database, cfg.queryTimeoutMs);
+  return cfg.cluster ? { ...store, cluster: cfg.cluster } : store;
 }
 
 /** Opens the store described by the configuration (database name is validated by config). */

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../log.js';
 import type { Store } from './gateway.js';
+import { toClusterStatement } from './cluster.js';
 
 /**
  * Applies the numbered SQL files of sql/ in order and records each in the schema_migrations
@@ -59,8 +60,16 @@ export class MigrationError extends Error {}
 /** Migrations may rewrite whole tables: they run without the statement time limit (SPEC §5.6). */
 const UNLIMITED = { timeoutMs: 0 };
 
-export async function migrate(store: Store, log?: Logger, dir = SQL_DIR): Promise<number[]> {
-  await store.command(`
+/**
+ * `cluster` (CLICKHOUSE_CLUSTER, server mode; docs/SCALING.md): every statement, the ledger's
+ * included, runs as src/storage/cluster.ts rewrites it (ON CLUSTER, Replicated* engines), after
+ * the database is created on every node. Checksums stay those of the files.
+ */
+export async function migrate(store: Store, log?: Logger, dir = SQL_DIR, cluster = store.cluster): Promise<number[]> {
+  const run = (statement: string) =>
+    store.command(cluster ? toClusterStatement(statement, cluster) : statement, undefined, UNLIMITED);
+  if (cluster) await run(`CREATE DATABASE IF NOT EXISTS ${store.database}`);
+  await run(`
     CREATE TABLE IF NOT EXISTS schema_migrations
     (
         version    UInt32,
@@ -88,7 +97,7 @@ export async function migrate(store: Store, log?: Logger, dir = SQL_DIR): Promis
       }
       continue;
     }
-    for (const statement of m.statements) await store.command(statement, undefined, UNLIMITED);
+    for (const statement of m.statements) await run(statement);
     await store.insert('schema_migrations', [
       { version: m.version, name: m.name, checksum: m.checksum, applied_at: Math.floor(Date.now() / 1000) },
     ]);

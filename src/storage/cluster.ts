@@ -1,0 +1,167 @@
+import { splitStatements } from './migrate.js';
+
+/**
+ * CLICKHOUSE_CLUSTER (server mode only; docs/SCALING.md): the migrations of sql/ as a ClickHouse
+ * cluster of one shard and several replicas runs them. A pure text transformation, statement by
+ * statement:
+ *
+ * - CREATE DATABASE / TABLE / VIEW / MATERIALIZED VIEW and ALTER / OPTIMIZE / DROP / TRUNCATE /
+ *   RENAME TABLE get `ON CLUSTER <name>` after the object's name: the DDL runs on every node.
+ * - A MergeTree-family engine becomes its Replicated counterpart with a ZooKeeper path per shard,
+ *   database and table, keeping its parameters:
+ *   `ReplacingMergeTree(version)` →
+ *   `ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/findings', '{replica}', version)`.
+ * - EmbeddedRocksDB tables are node-local: a replicated insert never reaches them on the other
+ *   replicas, and the service writes some of them directly (issue_objects, target_objects,
+ *   finding_total_values), so they could never be rebuilt once per node and stay right. In a
+ *   cluster each becomes a ReplicatedReplacingMergeTree sorted by its primary key: a later write of
+ *   a key replaces the earlier one on merge (block numbers of a replicated table are ordered by
+ *   ZooKeeper, so "later" is the same on every replica), which is the RocksDB table's semantics
+ *   once reads take FINAL. The read path must then stop joining them with
+ *   join_algorithm = 'direct' (docs/SCALING.md, "Node-local tables").
+ * - Null tables stay Null (a materialized view fires on the replica that received the insert and
+ *   writes into a replicated table); plain views stay views.
+ * - INSERT … SELECT backfills run once, on the node the migration runs on: their targets are
+ *   replicated, so every replica receives the rows.
+ * - Any other statement is refused, so that a new kind of migration statement is looked at for
+ *   the cluster before it runs there.
+ *
+ * With no cluster name the text comes back unchanged.
+ */
+
+export class ClusterSqlError extends Error {}
+
+/** Engines that have a Replicated* counterpart taking the same parameters after path and replica. */
+const MERGE_TREE = /^(|Replacing|Summing|Aggregating|Collapsing|VersionedCollapsing|Graphite)MergeTree$/;
+
+/** A cluster name as it may appear after ON CLUSTER (quoted with backticks). */
+const CLUSTER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
+
+/** An object name: `name`, `db.name`, or backticked parts. */
+const NAME = '(?:`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)(?:\\.(?:`[^`]+`|[A-Za-z_][A-Za-z0-9_]*))?';
+
+const CREATE = new RegExp(
+  `^(CREATE\\s+(?:OR\\s+REPLACE\\s+)?(?:DATABASE|TABLE|VIEW|MATERIALIZED\\s+VIEW)\\s+(?:IF\\s+NOT\\s+EXISTS\\s+)?)(${NAME})`,
+  'i',
+);
+const ALTERISH = new RegExp(
+  `^((?:ALTER|OPTIMIZE|TRUNCATE)\\s+TABLE\\s+(?:IF\\s+EXISTS\\s+)?|DROP\\s+(?:TABLE|VIEW|DATABASE)\\s+(?:IF\\s+EXISTS\\s+)?)(${NAME})`,
+  'i',
+);
+const RENAME = new RegExp(`^(RENAME\\s+TABLE\\s+${NAME}\\s+TO\\s+${NAME}(?:\\s*,\\s*${NAME}\\s+TO\\s+${NAME})*)`, 'i');
+
+/** ZooKeeper path of a replicated table: one per shard, database and table. */
+export const zooKeeperPath = (table: string) => `/clickhouse/tables/{shard}/{database}/${table}`;
+
+const unquote = (name: string) => name.replace(/`/g, '');
+/** The table part of `db.table`. */
+const tableOf = (name: string) => unquote(name).split('.').pop()!;
+
+/** `(…)` starting at text[open] (which is `(`): the index just after its matching `)`. */
+function closing(text: string, open: number): number {
+  let depth = 0;
+  let quote: string | undefined;
+  for (let i = open; i < text.length; i++) {
+    const c = text[i]!;
+    if (quote) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = undefined;
+    } else if (c === "'" || c === '"' || c === '`') quote = c;
+    else if (c === '(') depth++;
+    else if (c === ')' && --depth === 0) return i + 1;
+  }
+  throw new ClusterSqlError('unbalanced parentheses in an ENGINE clause');
+}
+
+/**
+ * A replicated table drops an inserted block identical to one of its last 1,000 (insert
+ * deduplication); the embedded engine's tables never do. Here a repeated block can be a real
+ * change: a totals rewrite A, B, A would keep B. So the tables keep today's semantics (the service's
+ * idempotence is its own: ids, recovery batches) with `replicated_deduplication_window = 0`, added
+ * to the table's SETTINGS clause (the last one of a CREATE TABLE, which has no SELECT here).
+ */
+function withoutDeduplication(statement: string): string {
+  const setting = 'replicated_deduplication_window = 0';
+  const at = statement.search(/\bSETTINGS\b(?![\s\S]*\bSETTINGS\b)/i);
+  if (at >= 0 && !/\bAS\s+SELECT\b/i.test(statement)) {
+    return `${statement.slice(0, at)}SETTINGS ${setting}, ${statement.slice(at + 'SETTINGS'.length).trimStart()}`;
+  }
+  return `${statement}\nSETTINGS ${setting}`;
+}
+
+/** Rewrites the statement's ENGINE clause (if any) for a replicated table named `table`. */
+function replicateEngine(statement: string, table: string): string {
+  const m = /\bENGINE\s*=\s*([A-Za-z]+)/i.exec(statement);
+  if (!m) return statement;
+  const engine = m[1]!;
+  const start = m.index;
+  let end = m.index + m[0].length;
+  let args = '';
+  const after = /^\s*\(/.exec(statement.slice(end));
+  if (after) {
+    const open = end + after[0].length - 1;
+    const close = closing(statement, open);
+    args = statement.slice(open + 1, close - 1).trim();
+    end = close;
+  }
+  const replicated = (family: string, extra: string) =>
+    `ENGINE = Replicated${family}MergeTree('${zooKeeperPath(table)}', '{replica}'${extra ? `, ${extra}` : ''})`;
+
+  if (MERGE_TREE.test(engine)) {
+    return withoutDeduplication(statement.slice(0, start) + replicated(engine.slice(0, -'MergeTree'.length), args) + statement.slice(end));
+  }
+  if (/^Replicated/.test(engine) || /^(Null|Distributed|Dictionary|Merge|Buffer)$/.test(engine)) {
+    return statement; // already replicated, or holds no data of its own
+  }
+  if (engine === 'EmbeddedRocksDB') {
+    // Node-local key-value table → a replicated table where the last write of a key wins (FINAL).
+    const rest = statement.slice(end);
+    const key = /^\s*PRIMARY\s+KEY\s+(\([^)]*\)|[A-Za-z_][A-Za-z0-9_]*)/i.exec(rest);
+    if (!key) throw new ClusterSqlError(`EmbeddedRocksDB table ${table}: no PRIMARY KEY clause after the engine`);
+    return withoutDeduplication(
+      statement.slice(0, start) + `${replicated('Replacing', '')}\nORDER BY ${key[1]}` + rest.slice(key[0].length),
+    );
+  }
+  throw new ClusterSqlError(`table ${table}: engine ${engine} has no replicated form here; extend src/storage/cluster.ts`);
+}
+
+/** One statement (no trailing `;`) as the cluster runs it. */
+export function toClusterStatement(statement: string, cluster: string): string {
+  if (!CLUSTER_NAME.test(cluster)) throw new ClusterSqlError(`invalid cluster name ${JSON.stringify(cluster)}`);
+  const on = ` ON CLUSTER \`${cluster}\``;
+  const s = statement.trim();
+  if (/\bON\s+CLUSTER\b/i.test(s)) return s;
+
+  const create = CREATE.exec(s);
+  if (create) {
+    const [whole, , name] = create;
+    const withCluster = whole + on + s.slice(whole.length);
+    return /^CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\b/i.test(s) ? replicateEngine(withCluster, tableOf(name!)) : withCluster;
+  }
+  const alter = ALTERISH.exec(s);
+  if (alter) return alter[0] + on + s.slice(alter[0].length);
+  const rename = RENAME.exec(s);
+  if (rename) return rename[0] + on + s.slice(rename[0].length);
+  // Backfills: run once here; the tables they fill are replicated.
+  if (/^INSERT\s+INTO\b/i.test(s)) return s;
+  throw new ClusterSqlError(`statement has no cluster form here; extend src/storage/cluster.ts: ${s.slice(0, 80)}`);
+}
+
+/**
+ * A migration's SQL text as the cluster runs it: its statements (comments dropped), each ended by
+ * `;` and a blank line. Without a cluster name: the text unchanged.
+ */
+export function toClusterSql(sql: string, cluster: string | undefined): string {
+  if (cluster === undefined || cluster === '') return sql;
+  return splitStatements(sql)
+    .map((s) => `${toClusterStatement(s, cluster)};\n`)
+    .join('\n');
+}
+
+/** Names of the EmbeddedRocksDB tables a migration creates (node-local outside a cluster). */
+export function embeddedRocksDbTables(sql: string): string[] {
+  return splitStatements(sql).flatMap((s) => {
+    const create = CREATE.exec(s);
+    return create && /\bENGINE\s*=\s*EmbeddedRocksDB\b/i.test(s) ? [tableOf(create[2]!)] : [];
+  });
+}
