@@ -866,7 +866,8 @@ export interface Client {
 
 /** A keep-alive client of both APIs that writes request targets unchanged. */
 export function fuzzClient(urls: Record<Api, string>, opts: { sockets: number; timeoutMs: number }): Client {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.sockets });
+  // Idle sockets are dropped after 4 s, before the server's keep-alive timeout (5 s) closes them.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.sockets, timeout: 4000 });
   const bases = {
     db: new URL(urls.db),
     metrics: new URL(urls.metrics),
@@ -899,12 +900,19 @@ export function fuzzClient(urls: Record<Api, string>, opts: { sockets: number; t
       } else r.end(req.body);
     });
   // A kept-alive socket the server closed as idle (5 s, e.g. while a batch waited for its slowest
-  // request) just as the next request went out: Node's documented race, sent again once.
-  const send = (req: FuzzRequest) =>
-    once(req).catch((err: NodeJS.ErrnoException & { reused?: boolean }) => {
-      if (err.reused && (err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.message === 'socket hang up')) return once(req);
-      throw err;
-    });
+  // request on a loaded machine) just as the next request went out: Node's documented race, in which
+  // the server never read the request. Sent again, on another socket.
+  const send = async (req: FuzzRequest): Promise<Answer> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await once(req);
+      } catch (e) {
+        const err = e as NodeJS.ErrnoException & { reused?: boolean };
+        const race = err.reused && (err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.message === 'socket hang up');
+        if (!race || attempt === 3) throw err;
+      }
+    }
+  };
   return { send, close: () => agent.destroy() };
 }
 
