@@ -78,13 +78,33 @@ console.log(`copied ${dataDirOf(SCALE)} to ${copyDir} in ${((performance.now() -
 const redis = await startPrivateRedis();
 const secret = randomBytes(36).toString('base64url');
 const port = await freePort();
-const service = await startService({ DATA_DIR: copyDir, REDIS_URL: redis.url, JWT_SECRET: secret }, port);
+// If this process ends early (an error, Ctrl-C), its children and the copy go with it.
+let servicePid: number | undefined;
+let redisPid: number | undefined = redis.pid;
+process.on('exit', () => {
+  for (const pid of [servicePid, redisPid]) {
+    try {
+      if (pid) process.kill(pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+  if (!args.includes('--keep')) fs.rmSync(copyDir, { recursive: true, force: true });
+});
+process.on('SIGINT', () => process.exit(130));
+const service = await startService(
+  // The admin listener (/metrics) on a free port too: 9464 may be taken by another instance.
+  { DATA_DIR: copyDir, REDIS_URL: redis.url, JWT_SECRET: secret, ADMIN_PORT: String(await freePort()) },
+  port,
+);
+servicePid = service.pid;
 const cleanup = async () => {
   await service.stop();
+  servicePid = undefined;
   await redis.stop();
+  redisPid = undefined;
   if (!args.includes('--keep')) fs.rmSync(copyDir, { recursive: true, force: true });
 };
-process.on('SIGINT', () => void cleanup().then(() => process.exit(130)));
 
 const keys = tokenKeys({ secret, publicKey: undefined, issuer: undefined, audience: undefined }, copyDir);
 const nowS = Math.floor(Date.now() / 1000);

@@ -121,6 +121,7 @@ export async function startService(env: Record<string, string>, port: number, st
     env: { ...process.env, ...env, HOST: '127.0.0.1', DB_API_PORT: String(port), METRICS_API_PORT: String(port), LOG_LEVEL: 'info' },
     stdio: ['ignore', 'inherit', 'pipe'],
   });
+  let stopping = false;
   const batches: BatchCommitted[] = [];
   const problems = new Map<string, number>();
   let listening: (() => void) | undefined;
@@ -159,6 +160,13 @@ export async function startService(env: Record<string, string>, port: number, st
     throw new Error(`the service ${outcome === 'exited' ? `exited with ${child.exitCode}` : 'did not listen in time'}`);
   }
   console.log(`service started in ${((performance.now() - started) / 1000).toFixed(1)} s (pid ${child.pid})`);
+  // A service that dies under load ends the run: its figures would mean nothing.
+  child.once('exit', (code, signal) => {
+    if (!stopping) {
+      console.error(`the service exited during the run (code ${code}, signal ${signal})`);
+      process.exit(1);
+    }
+  });
   return {
     pid: child.pid!,
     url: `http://127.0.0.1:${port}`,
@@ -166,7 +174,10 @@ export async function startService(env: Record<string, string>, port: number, st
     problems,
     cpuSeconds: () => procCpuSeconds(child.pid!),
     // Graceful shutdown lets the worker finish its batch (README: Shutdown).
-    stop: () => stopChild(child, 60_000),
+    stop: () => {
+      stopping = true;
+      return stopChild(child, 60_000);
+    },
   };
 }
 
