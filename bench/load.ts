@@ -18,7 +18,8 @@
  * its batch committed, per job; the age of the oldest report not yet committed, every second);
  * then the producer stops, the queue drains, and single requests of pathological sizes (SPEC §5.6
  * and 100×) are timed on the idle service.
- * Results: bench/results/load-<scale>.json (each run also kept under bench/results/runs/) and the console.
+ * Results: bench/results/load-<scale>.json (other --rate / --connections / --api-rate values:
+ * load-<scale>-r<rate>-c<connections>….json; each run also kept under bench/results/runs/) and the console.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -346,6 +347,8 @@ console.log(
   `targets: errors ${targets.errors.value} (0: ${targets.errors.met ? 'met' : 'MISSED'}); lag max ${lagMax} s (< ${LAG_TARGET_S} s: ${targets.lag.met ? 'met' : 'MISSED'}); ` +
     `kept up: ${targets.keptUp.met ? 'yes' : 'NO'} (committed/enqueued ${targets.keptUp.committedShare}, backlog at the end ${targets.keptUp.backlogAtEnd})`,
 );
-const written = writeResults(`load-${SCALE}`, result);
+// Default settings write load-<scale>.json; other rates or connection counts a file of their own.
+const variant = `${RATE !== 500 ? `-r${RATE}` : ''}${CONNECTIONS !== 10 ? `-c${CONNECTIONS}` : ''}${API_RATE > 0 ? `-api${API_RATE}` : ''}`;
+const written = writeResults(`load-${SCALE}${variant}`, result);
 console.log(`written to ${written.latest} and ${written.kept}`);
 process.exit(0);
