@@ -21,6 +21,7 @@
  * Results: bench/results/load-<scale>.json (other --rate / --connections / --api-rate values:
  * load-<scale>-r<rate>-c<connections>….json; each run also kept under bench/results/runs/) and the console.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -292,8 +293,18 @@ const targets = {
   },
 };
 
+// Which code served: the commit, and whether the service's sources differed from it (a shared tree).
+const git = (...a: string[]) => {
+  try {
+    return execFileSync('git', a, { encoding: 'utf8' }).trim();
+  } catch {
+    return undefined;
+  }
+};
+const code = { commit: git('rev-parse', '--short', 'HEAD'), uncommittedServiceChanges: (git('status', '--porcelain', '--', 'src', 'workers', 'sql') ?? '') !== '' };
 const result = {
   date: new Date().toISOString(),
+  code,
   host: { model: os.cpus()[0]?.model, cpus: os.cpus().length, node: process.version, loadavgBefore, loadavgAfterLoad, loadavgAfter },
   scale: SCALE,
   dataset,
