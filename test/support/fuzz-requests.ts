@@ -411,15 +411,9 @@ const ACCEPTS = ['application/json', 'text/html', '*/*', 'application/xml', ''];
 
 // ----- paths and query strings ----------------------------------------------------------------
 
-const UNRESERVED = /[A-Za-z0-9\-._~]/;
-/** Percent-encodes every byte of the UTF-8 form but the unreserved characters. */
+/** Percent-encodes the UTF-8 form (an unpaired surrogate as U+FFFD's bytes, as a client's encoder would). */
 export function percentEncode(s: string): string {
-  let out = '';
-  for (const ch of s) {
-    if (UNRESERVED.test(ch)) out += ch;
-    else for (const b of Buffer.from(ch, 'utf8')) out += `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
-  }
-  return out;
+  return encodeURIComponent(s.isWellFormed() ? s : s.toWellFormed());
 }
 /**
  * Keeps the printable ASCII a request line can carry raw (quotes, braces, backslashes… as they are)
