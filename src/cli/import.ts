@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import { ReportRejected, type ReportBatcher } from '../ingest/batcher.js';
 import { BUNDLE_SIZE, checkReport, toBundles } from '../queue/contract.js';
 import { enqueueBundles } from '../queue/producer.js';
-import { readReports } from './read-reports.js';
+import { readReports, type ReadPosition } from './read-reports.js';
 
 /**
  * `vulndb import`: validates reports like the worker will and enqueues the valid ones in bundles
@@ -21,11 +21,34 @@ export interface ImportOptions {
   maxPending?: number;
   /** How many rejection reasons to keep for the summary. */
   keepRejections?: number;
+  /**
+   * How long enqueueing may stay paused (the queue full, its jobs not moving: no worker) before
+   * the import gives up with `ImportStalled`. Default: no limit.
+   */
+  stallTimeoutMs?: number;
+  /** Called with the ids of the jobs added, as they are added. */
+  onEnqueued?: (ids: string[]) => void;
   onProgress?: (p: ImportProgress) => void;
+}
+
+/** No job of the queue finished for `seconds` while the import waited on it. */
+export class ImportStalled extends Error {
+  constructor(
+    readonly seconds: number,
+    readonly remaining: number,
+  ) {
+    super(
+      `no job of the queue finished in ${seconds} s (${remaining} bundles waiting): is a worker running (vulndb serve worker)? ` +
+        'The enqueued reports stay queued; raise --wait-timeout to wait longer',
+    );
+    this.name = 'ImportStalled';
+  }
 }
 
 export interface ImportProgress {
   read: number;
+  /** Bytes of the input files read so far (stdin is not counted). */
+  bytesRead: number;
   accepted: number;
   ignored: number;
   rejected: number;
@@ -36,9 +59,33 @@ export interface ImportSummary extends ImportProgress {
   seconds: number;
 }
 
+const sum = (c: Record<string, number>) => Object.values(c).reduce((a, b) => a + b, 0);
+
 async function pendingJobs(queue: Queue): Promise<number> {
-  const c = await queue.getJobCounts('waiting', 'prioritized', 'delayed');
-  return Object.values(c).reduce((a, b) => a + b, 0);
+  return sum(await queue.getJobCounts('waiting', 'prioritized', 'delayed'));
+}
+
+/**
+ * Tells whether a queue's jobs move: `progressed` is true when a job finished since the last
+ * look (fewer jobs left than ever seen, or more completed or failed ones), and `stalledFor` how
+ * long none did.
+ */
+function movement(stallTimeoutMs: number) {
+  let fewest = Infinity;
+  let finished = -1;
+  let since = performance.now();
+  return {
+    look(left: number, finishedNow: number): void {
+      if (left < fewest || (finished >= 0 && finishedNow !== finished)) since = performance.now();
+      fewest = Math.min(fewest, left);
+      finished = finishedNow;
+    },
+    stalled: () => performance.now() - since > stallTimeoutMs,
+    reset() {
+      fewest = Infinity;
+      since = performance.now();
+    },
+  };
 }
 
 export async function importReports(opts: ImportOptions): Promise<ImportSummary> {
@@ -48,8 +95,10 @@ export async function importReports(opts: ImportOptions): Promise<ImportSummary>
   const maxPendingJobs = Math.max(1, Math.ceil((opts.maxPending ?? 50_000) / bundleSize));
   const keep = opts.keepRejections ?? 100;
   const started = performance.now();
-  const p: ImportProgress = { read: 0, accepted: 0, ignored: 0, rejected: 0 };
+  const p: ImportProgress = { read: 0, bytesRead: 0, accepted: 0, ignored: 0, rejected: 0 };
   const rejections: ImportSummary['rejections'] = [];
+  const position: ReadPosition = { bytes: 0 };
+  const stallTimeoutMs = opts.stallTimeoutMs ?? Infinity;
   let chunk: unknown[] = [];
 
   const reject = (origin: string, reason: string) => {
@@ -58,15 +107,26 @@ export async function importReports(opts: ImportOptions): Promise<ImportSummary>
   };
   const flush = async () => {
     if (chunk.length === 0) return;
-    while ((await pendingJobs(opts.queue)) > maxPendingJobs) await new Promise((r) => setTimeout(r, 200));
-    await enqueueBundles(opts.queue, toBundles(chunk, bundleSize));
+    const moving = movement(stallTimeoutMs);
+    for (;;) {
+      const c = await opts.queue.getJobCounts('waiting', 'prioritized', 'delayed', 'completed', 'failed');
+      const pending = c.waiting! + c.prioritized! + c.delayed!;
+      if (pending <= maxPendingJobs) break;
+      moving.look(pending, c.completed! + c.failed!);
+      if (moving.stalled()) throw new ImportStalled(Math.round(stallTimeoutMs / 1000), pending);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    // Not `onEnqueued?.(await enqueueBundles(…))`: without a callback that would skip the enqueueing too.
+    const ids = await enqueueBundles(opts.queue, toBundles(chunk, bundleSize));
+    opts.onEnqueued?.(ids);
     p.accepted += chunk.length;
     chunk = [];
     opts.onProgress?.({ ...p });
   };
 
-  for await (const record of readReports(opts.inputs)) {
+  for await (const record of readReports(opts.inputs, process.stdin, position)) {
     p.read += 1;
+    p.bytesRead = position.bytes;
     if (record.error !== undefined) {
       reject(record.origin, record.error);
       continue;
@@ -82,14 +142,47 @@ export async function importReports(opts: ImportOptions): Promise<ImportSummary>
   return { ...p, rejections, seconds: (performance.now() - started) / 1000 };
 }
 
-/** Waits until the queue holds no waiting, delayed or active jobs. */
-export async function waitForQueueDrain(queue: Queue, onTick?: (remaining: number) => void): Promise<void> {
+/**
+ * Waits until the queue holds no waiting, delayed or active jobs; throws `ImportStalled` when no
+ * job finished for `stallTimeoutMs` (no worker runs, or it is stuck).
+ */
+export async function waitForQueueDrain(queue: Queue, onTick?: (remaining: number) => void, stallTimeoutMs = Infinity): Promise<void> {
+  const moving = movement(stallTimeoutMs);
   for (;;) {
-    const c = await queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active');
-    const remaining = Object.values(c).reduce((a, b) => a + b, 0);
+    const c = await queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'completed', 'failed');
+    const remaining = c.waiting! + c.prioritized! + c.delayed! + c.active!;
     onTick?.(remaining);
     if (remaining === 0) return;
+    moving.look(remaining, c.completed! + c.failed!);
+    if (moving.stalled()) throw new ImportStalled(Math.round(stallTimeoutMs / 1000), remaining);
     await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+export interface FailedBundles {
+  /** Jobs of this import that failed for good. */
+  count: number;
+  /** The first of them (newest failures first) with the worker's reason. */
+  first: { id: string; reason: string }[];
+}
+
+/**
+ * The failed jobs among `ids` (the bundles this import enqueued): failed jobs are listed newest
+ * failure first, so the scan stops at the first one that failed before the import started.
+ */
+export async function failedBundles(queue: Queue, ids: Set<string>, startedAtMs: number, keep = 5): Promise<FailedBundles> {
+  const out: FailedBundles = { count: 0, first: [] };
+  if (ids.size === 0) return out;
+  const page = 500;
+  for (let start = 0; ; start += page) {
+    const jobs = await queue.getFailed(start, start + page - 1);
+    for (const job of jobs) {
+      if (!job || !ids.has(String(job.id))) continue;
+      out.count += 1;
+      if (out.first.length < keep) out.first.push({ id: String(job.id), reason: job.failedReason || 'no reason given' });
+    }
+    const last = jobs[jobs.length - 1];
+    if (jobs.length < page || (last?.finishedOn !== undefined && last.finishedOn < startedAtMs)) return out;
   }
 }
 
@@ -130,7 +223,8 @@ export interface DirectSummary extends DirectProgress {
 export async function importDirect(opts: DirectImportOptions): Promise<DirectSummary> {
   const keep = opts.keepRejections ?? 100;
   const started = performance.now();
-  const p: DirectProgress = { read: 0, accepted: 0, ignored: 0, rejected: 0, ingested: 0, duplicates: 0 };
+  const p: DirectProgress = { read: 0, bytesRead: 0, accepted: 0, ignored: 0, rejected: 0, ingested: 0, duplicates: 0 };
+  const position: ReadPosition = { bytes: 0 };
   const rejections: DirectSummary['rejections'] = [];
   const inFlight = new Set<Promise<void>>();
   let failure: unknown;
@@ -140,9 +234,10 @@ export async function importDirect(opts: DirectImportOptions): Promise<DirectSum
     if (rejections.length < keep) rejections.push({ origin, reason });
   };
 
-  for await (const record of readReports(opts.inputs)) {
+  for await (const record of readReports(opts.inputs, process.stdin, position)) {
     if (failure) break;
     p.read += 1;
+    p.bytesRead = position.bytes;
     if (record.error !== undefined) {
       reject(record.origin, record.error);
       continue;

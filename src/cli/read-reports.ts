@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import type { Readable } from 'node:stream';
+import { CliError, EXIT } from './exit.js';
 
 /**
  * Reads reports for `vulndb import` from files, directories (recursively: *.json, *.jsonl,
@@ -98,17 +99,68 @@ async function* streamRecords(stream: Readable, origin: string): AsyncGenerator<
   }
 }
 
-export async function* readReports(inputs: string[], stdin: Readable = process.stdin): AsyncGenerator<ReadRecord> {
+/** How far reading has come: bytes of the input files read so far (stdin is not counted). */
+export interface ReadPosition {
+  bytes: number;
+}
+
+export async function* readReports(inputs: string[], stdin: Readable = process.stdin, position?: ReadPosition): AsyncGenerator<ReadRecord> {
+  let done = 0;
   for (const input of inputs) {
     if (input === '-') {
       yield* streamRecords(stdin, 'stdin');
       continue;
     }
-    for (const file of listInputFiles([input])) yield* streamRecords(fs.createReadStream(file, 'utf8'), file);
+    for (const file of listInputFiles([input])) {
+      const stream = fs.createReadStream(file, 'utf8');
+      if (!position) {
+        yield* streamRecords(stream, file);
+        continue;
+      }
+      for await (const record of streamRecords(stream, file)) {
+        position.bytes = done + stream.bytesRead;
+        yield record;
+      }
+      done += stream.bytesRead;
+      position.bytes = done;
+    }
   }
 }
 
 export function totalInputBytes(inputs: string[]): number | undefined {
   if (inputs.includes('-')) return undefined;
   return listInputFiles(inputs).reduce((sum, f) => sum + fs.statSync(f).size, 0);
+}
+
+const FS_REASONS: Record<string, string> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EISDIR: 'is a directory',
+  ENOTDIR: 'not a directory',
+  ELOOP: 'too many symbolic links',
+  EMFILE: 'too many open files',
+};
+
+/** A file system error of reading the inputs as a one-line CLI error (`cannot read x.json: no such file`), exit code 2. */
+export function inputError(err: unknown): CliError | undefined {
+  const e = err as NodeJS.ErrnoException;
+  if (!(err instanceof Error) || typeof e.code !== 'string' || !e.syscall) return undefined;
+  const reason = FS_REASONS[e.code] ?? e.code.toLowerCase();
+  return new CliError(`cannot read ${e.path ?? 'the input'}: ${reason}`, EXIT.usage);
+}
+
+/**
+ * Checks before anything is enqueued or written that every input exists and can be read, and
+ * returns their total size (undefined when stdin is among them). Throws a `CliError` (exit 2).
+ */
+export function checkInputs(inputs: string[]): number | undefined {
+  try {
+    const files = listInputFiles(inputs);
+    for (const f of files) fs.accessSync(f, fs.constants.R_OK);
+    if (inputs.includes('-')) return undefined;
+    return files.reduce((sum, f) => sum + fs.statSync(f).size, 0);
+  } catch (err) {
+    throw inputError(err) ?? err;
+  }
 }
