@@ -1,9 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import type { Config } from '../config.js';
-import { nowSeconds } from '../domain/time.js';
 import { isUuid } from '../domain/uuid.js';
-import { tokenKeys } from '../metrics/keys.js';
-import { signJwt, tokenClaims, type TokenRequest } from '../metrics/sign.js';
+import { cliConfig } from './config.js';
+import { usageError } from './exit.js';
 
 /**
  * `vulndb token --sub alice --teams <uuid>,<uuid> [--admin] [--ttl 1h]`: prints a metrics API
@@ -29,24 +27,17 @@ export function parseTeams(text: string): string[] {
   return teams;
 }
 
-/** The signed token of a request, with the server's issuer/audience when it checks them. */
-export function mintToken(config: Pick<Config, 'jwt' | 'dataDir'>, req: TokenRequest, now = nowSeconds()): string {
-  const keys = tokenKeys(config.jwt, config.dataDir);
-  if (!keys.secret) {
-    throw new Error('only JWT_PUBLIC_KEY is configured: sign RS256 tokens with the matching private key, or set JWT_SECRET');
-  }
-  return signJwt(tokenClaims(req, now, keys), keys.secret, 'HS256');
-}
-
-export function tokenCommand(config: () => Config): Command {
+/** The command; signing (src/metrics) is imported when it runs, so `vulndb token` starts fast. */
+export function tokenCommand(): Command {
   const command = new Command('token')
     .description('print a metrics API token (HS256 with JWT_SECRET, or the secret generated in DATA_DIR)')
     .requiredOption('--sub <user>', 'the user the token names (claim "sub")')
     .addOption(new Option('--teams <ids>', 'comma-separated team ids the user belongs to').argParser(parseTeams).default([], 'none'))
     .option('--admin', 'grant administrator rights (every team, global metrics)', false)
     .addOption(new Option('--ttl <duration>', 'lifetime: seconds or a number with s, m, h or d').argParser(parseTtl).default(3600, '1h'));
-  return command.action((opts: { sub: string; teams: string[]; admin: boolean; ttl: number }) => {
-    if (opts.sub.trim() === '') command.error("error: option '--sub <user>' must not be empty");
-    process.stdout.write(`${mintToken(config(), { sub: opts.sub, teams: opts.teams, admin: opts.admin, ttl: opts.ttl })}\n`);
+  return command.action(async (opts: { sub: string; teams: string[]; admin: boolean; ttl: number }) => {
+    if (opts.sub.trim() === '') usageError(command, "option '--sub <user>' must not be empty");
+    const [config, { mintToken }] = await Promise.all([cliConfig(), import('./token-mint.js')]);
+    process.stdout.write(`${mintToken(config, { sub: opts.sub, teams: opts.teams, admin: opts.admin, ttl: opts.ttl })}\n`);
   });
 }

@@ -1,0 +1,60 @@
+import type { Command } from 'commander';
+import type { Logger } from '../log.js';
+import type { Service } from '../service.js';
+import { cliConfig } from './config.js';
+import { usageError } from './exit.js';
+
+/** `vulndb serve [all|api|worker] [--demo]`: runs the service (imported here, not when the CLI starts). */
+
+/**
+ * Installed before the service starts: a signal during start-up (the worker may already hold
+ * jobs) lets the start finish and then stops gracefully, instead of ending the process at once.
+ */
+function onSignals(starting: Promise<Service>, log: Logger) {
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      log.warn('second signal: exiting without waiting', { signal });
+      process.exit(1);
+    }
+    stopping = true;
+    log.info('signal received, stopping gracefully', { signal });
+    starting.then((service) => service.close()).then(
+      () => process.exit(0),
+      (err) => {
+        log.error('shutdown failed', { err });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+export async function serve(role: string | undefined, opts: { demo?: boolean }, command: Command): Promise<void> {
+  const r = role ?? 'all';
+  if (!['all', 'api', 'worker'].includes(r)) usageError(command, `unknown role "${r}": use all, api or worker`);
+  const cfg = await cliConfig();
+  const [{ createLogger }, { startService }] = await Promise.all([import('../log.js'), import('../service.js')]);
+  const log = createLogger(cfg.logLevel);
+  const starting = startService(cfg, { api: r !== 'worker', worker: r !== 'api', log });
+  onSignals(starting, log);
+  const service = await starting;
+  if (opts.demo) {
+    const [{ seedDemo }, { checksQueue }, { defaultRedisNames }] = await Promise.all([
+      import('../demo/seed.js'),
+      import('../queue/producer.js'),
+      import('../queue/redis.js'),
+    ]);
+    const queue = service.queue ?? checksQueue(service.redis, defaultRedisNames);
+    await seedDemo({ store: service.store, locks: service.locks, queue, log });
+    if (service.dbApiUrl) {
+      log.info('demo ready: try these', {
+        findings: `${service.dbApiUrl}/findings?status=OPEN`,
+        size: `${service.dbApiUrl}/stats/size`,
+        open: `${service.dbApiUrl}/stats/open`,
+        mttr: `${service.dbApiUrl}/stats/mttr`,
+      });
+    }
+  }
+}
