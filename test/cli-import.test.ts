@@ -61,7 +61,7 @@ describe('vulndb import options', () => {
   ])('refuses %s %s before reading or enqueueing anything', async (option, value, message) => {
     const env = { ...process.env, REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'error' };
     const failed = await promisify(execFile)(process.execPath, [path.resolve('bin/vulndb.mjs'), 'import', option, value, path.join(dir, 'single.json')], { env }).catch((e) => e);
-    expect(failed.code).toBe(1);
+    expect(failed.code).toBe(2);
     expect(failed.stderr).toContain(message);
   });
 });
