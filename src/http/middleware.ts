@@ -65,8 +65,18 @@ export function mountRoutes(
   app.use(root.routes());
   // koa-router answers a method that no route implements (TRACE, PROPFIND…) as not implemented on
   // any path: only a path some route has goes on to it ("known path, other method", 405), others stay 404.
+  const allowedMethods = root.allowedMethods({ throw: true, methodNotAllowed: errors.methodNotAllowed, notImplemented: errors.methodNotAllowed });
   app.use(async (ctx, next) => {
-    if (root.match(ctx.path, ctx.method).path.some((layer) => layer.methods.length > 0)) await next();
+    const routes = root.match(ctx.path, ctx.method).path.filter((layer) => layer.methods.length > 0);
+    if (routes.length === 0) return;
+    try {
+      await allowedMethods(ctx as Parameters<typeof allowedMethods>[0], next);
+    } catch (err) {
+      // RFC 9110 §15.5.6: a 405 lists the path's methods in Allow, as koa-router's own 405 and
+      // OPTIONS answers do (the thrown error skips its header; the error middleware sets ours).
+      if (!(err instanceof ApiError) || err.status !== 405) throw err;
+      const allow = [...new Set(routes.flatMap((layer) => layer.methods))].join(', ');
+      throw new ApiError(err.status, err.message, err.type, { ...err.headers, Allow: allow });
+    }
   });
-  app.use(root.allowedMethods({ throw: true, methodNotAllowed: errors.methodNotAllowed, notImplemented: errors.methodNotAllowed }));
 }
