@@ -15,6 +15,9 @@ import { observeRequests } from '../observability/requests.js';
 
 /** The security metrics API (SPEC §8) under /api/v1: builds the Koa app; never listens. */
 
+/** Every metrics API path starts with it (SPEC §8.3). */
+export const METRICS_PREFIX = '/api/v1';
+
 const typeOf: Record<number, string> = {
   401: 'Unauthorized',
   403: 'Forbidden',
@@ -63,6 +66,6 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
     authenticate: authenticate(deps.keys),
     cache: deps.cache ? new ResponseCache('metrics', deps.cache, deps.log) : undefined,
   });
-  mountRoutes(app, [health, metrics], metricsErrors, '/api/v1');
+  mountRoutes(app, [health, metrics], metricsErrors, METRICS_PREFIX);
   return app;
 }

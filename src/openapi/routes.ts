@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { PageLimits } from '../filters/params.js';
 import { openApiDocument } from './document.js';
 
-/** GET /openapi.json (generated once per process) and GET /docs, a page that renders it. */
+/** GET /openapi.json of both APIs (generated once per process) and GET /docs, a page that renders it. */
 export function docsRoutes(limits: PageLimits): Router {
   const router = new Router();
   let document: string | undefined;
@@ -20,7 +20,7 @@ export function docsRoutes(limits: PageLimits): Router {
 
 // Self-contained (no CDN): it must work on a network without internet access.
 const DOCS_PAGE = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>vulndb database API</title>
+<html lang="en"><head><meta charset="utf-8"><title>vulndb APIs</title>
 <style>
 body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1000px;padding:1rem 2rem;color:#1d1d1f}
 h1{margin-bottom:.2rem}h2{margin-top:2rem;border-bottom:1px solid #ddd;text-transform:capitalize}
@@ -29,13 +29,14 @@ summary{cursor:pointer}code{font-size:13px}.m{display:inline-block;width:3.2rem;
 .m.post{color:#b60}table{border-collapse:collapse;margin:.5rem 0}td,th{border-bottom:1px solid #eee;padding:.2rem .6rem;text-align:left;vertical-align:top}
 pre{background:#f6f6f6;padding:.6rem;overflow:auto;font-size:12px;max-height:24rem}
 </style></head><body>
-<h1>vulndb database API</h1><p id="intro">Loading <a href="openapi.json">openapi.json</a>…</p><div id="ops"></div>
+<h1>vulndb database and metrics APIs</h1><p id="intro">Loading <a href="openapi.json">openapi.json</a>…</p><div id="ops"></div>
 <script>
 const esc = (s) => String(s ?? '').replace(/[&<>"]/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
 fetch('openapi.json').then((r) => r.json()).then((doc) => {
   document.getElementById('intro').innerHTML = esc(doc.info.description) + ' Document: <a href="openapi.json">openapi.json</a> (OpenAPI ' + esc(doc.openapi) + ').';
   const byTag = {};
-  for (const [path, item] of Object.entries(doc.paths)) for (const [method, op] of Object.entries(item)) (byTag[op.tags[0]] ??= []).push({ path, method, op });
+  const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+  for (const [path, item] of Object.entries(doc.paths)) for (const [method, op] of Object.entries(item)) if (METHODS.includes(method)) (byTag[op.tags[0]] ??= []).push({ path, method, op });
   let html = '';
   for (const [tag, ops] of Object.entries(byTag)) {
     html += '<h2>' + esc(tag) + '</h2>';
