@@ -4,6 +4,7 @@ import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { startIngestWorkers } from '../workers/ingest.js';
 import { createDbApi } from './app.js';
+import { answerClientErrors } from './http/client-errors.js';
 import { openDbApiWarning } from './auth/db-api.js';
 import { DataVersion } from './cache/data-version.js';
 import type { Config } from './config.js';
@@ -92,7 +93,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   const { log } = opts;
   const names = opts.names ?? defaultRedisNames;
   // The configured limit, also when a caller swapped config.store (tests open fresh databases).
-  const store = await openStore({ ...config.store, queryTimeoutMs: config.queryTimeoutMs });
+  const store = await openStore({ ...config.store, queryTimeoutMs: config.queryTimeoutMs }, log.child({ component: 'clickhouse' }));
   await migrate(store, log);
   log.info('store ready', { mode: store.mode, database: store.database, ...(store.mode === 'embedded' ? { path: config.store.embeddedPath } : {}) });
 
@@ -176,11 +177,14 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       const db = dbApi.callback();
       const metrics = metricsApi.callback();
       const server = http.createServer((req, res) => (req.url?.startsWith('/api/v1') ? metrics(req, res) : db(req, res)));
+      answerClientErrors(server, 'database');
       servers.push(server);
       dbApiUrl = metricsApiUrl = await listen(server, config.dbApiPort, config.host);
     } else {
       const dbServer = http.createServer(dbApi.callback());
       const metricsServer = http.createServer(metricsApi.callback());
+      answerClientErrors(dbServer, 'database');
+      answerClientErrors(metricsServer, 'metrics');
       servers.push(dbServer, metricsServer);
       dbApiUrl = await listen(dbServer, config.dbApiPort, config.host);
       metricsApiUrl = await listen(metricsServer, config.metricsApiPort, config.host);

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -114,9 +115,26 @@ describe('request limits (SPEC §5.6)', () => {
       }
     });
 
-    it('keeps Node’s 16 KiB limit on a request head', async () => {
+    it('keeps Node’s 16 KiB limit on a request head, answered in each API’s error shape', async () => {
       const r = await timed(`${svc.dbApiUrl}/findings?${'a=1&'.repeat(5000)}`);
       expect(r.status).toBe(431);
+      expect(JSON.parse(r.text)).toEqual({ message: 'Request Header Fields Too Large' });
+      const m = await timed(`${svc.metricsApiUrl}/api/v1/stats/open?${'a=1&'.repeat(5000)}`);
+      expect(m.status).toBe(431);
+      expect(JSON.parse(m.text)).toEqual({ code: 431, error: 'Request Header Fields Too Large', type: 'Validation' });
+    });
+
+    it('answers a request line Node refuses (a raw byte over 0x7F) with a JSON 400', async () => {
+      const { port } = new URL(svc.dbApiUrl!);
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(port), '127.0.0.1', () => socket.end(Buffer.from('GET /findings\xff HTTP/1.1\r\nHost: x\r\n\r\n', 'latin1')));
+        let text = '';
+        socket.on('data', (d) => (text += d.toString('latin1')));
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+      expect(answer.slice(answer.indexOf('\r\n\r\n') + 4)).toBe('{"message":"Bad Request"}');
     });
 
     it('parses query strings as Koa did, repeated keys as arrays in order', () => {

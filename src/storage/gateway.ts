@@ -1,9 +1,10 @@
 import fs from 'node:fs';
-import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseSettings, type Logger as ClickHouseLogger, type LogParams } from '@clickhouse/client';
 import type { NodeClickHouseClientConfigOptions } from '@clickhouse/client/dist/config.js';
 import type { StoreConfig } from '../config.js';
 import { TimeSlices } from '../time-slices.js';
 import { storeQueryDuration } from '../observability/metrics.js';
+import type { Logger } from '../log.js';
 
 /**
  * The storage gateway: the one module that owns a ClickHouse client. Embedded engine (chdb)
@@ -290,7 +291,34 @@ function wrap(client: ClickHouseClient, mode: Store['mode'], database: string, q
   };
 }
 
-async function openEmbedded(cfg: StoreConfig): Promise<Store> {
+/**
+ * The client's own log lines (connection trouble, retries, socket warnings) as the service's JSON
+ * lines, instead of the multi-line text it prints on stderr by default.
+ */
+function clientLog(log: Logger | undefined): { log: { LoggerClass: new () => ClickHouseLogger; level: ClickHouseLogLevel } } | Record<string, never> {
+  if (!log) return {};
+  const fields = (p: LogParams & { err?: Error }) => ({ module: p.module, ...(p.args ?? {}), ...(p.err ? { err: p.err } : {}) });
+  class ServiceLogger implements ClickHouseLogger {
+    trace(p: LogParams) {
+      log!.debug(p.message, fields(p));
+    }
+    debug(p: LogParams) {
+      log!.debug(p.message, fields(p));
+    }
+    info(p: LogParams) {
+      log!.info(p.message, fields(p));
+    }
+    warn(p: LogParams & { err?: Error }) {
+      log!.warn(p.message, fields(p));
+    }
+    error(p: LogParams & { err: Error }) {
+      log!.error(p.message, fields(p));
+    }
+  }
+  return { log: { LoggerClass: ServiceLogger, level: ClickHouseLogLevel.WARN } };
+}
+
+async function openEmbedded(cfg: StoreConfig, log?: Logger): Promise<Store> {
   fs.mkdirSync(cfg.embeddedPath, { recursive: true });
   let client: ClickHouseClient;
   try {
@@ -299,7 +327,7 @@ async function openEmbedded(cfg: StoreConfig): Promise<Store> {
     // Loaded only here: server mode never needs the native engine.
     const { createChdbConnection } = await import('chdb/connection');
     const connection = createChdbConnection({ path: cfg.embeddedPath }) as unknown as NodeClickHouseClientConfigOptions['connection'];
-    client = createClient({ connection });
+    client = createClient({ connection, ...clientLog(log) });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     // chdb is an optional dependency: the image installs without it (server mode never loads it).
@@ -326,10 +354,10 @@ async function openEmbedded(cfg: StoreConfig): Promise<Store> {
   return wrap(client, 'embedded', cfg.database, cfg.queryTimeoutMs);
 }
 
-async function openServer(cfg: StoreConfig): Promise<Store> {
+async function openServer(cfg: StoreConfig, log?: Logger): Promise<Store> {
   // The socket's idle timeout must not fire before a statement's own limit does.
   const requestTimeout = Math.max(60_000, (cfg.queryTimeoutMs ?? 0) + 10 * ABORT_GRACE_MS);
-  const common = { url: cfg.url, username: cfg.user, password: cfg.password, request_timeout: requestTimeout };
+  const common = { url: cfg.url, username: cfg.user, password: cfg.password, request_timeout: requestTimeout, ...clientLog(log) };
   const bootstrap = createClient(common);
   try {
     await guard('open', () => bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${cfg.database}` }));
@@ -342,9 +370,9 @@ async function openServer(cfg: StoreConfig): Promise<Store> {
 }
 
 /** Opens the store described by the configuration (database name is validated by config). */
-export function openStore(cfg: StoreConfig): Promise<Store> {
+export function openStore(cfg: StoreConfig, log?: Logger): Promise<Store> {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(cfg.database)) {
     return Promise.reject(new StoreError(`invalid database name ${JSON.stringify(cfg.database)}`));
   }
-  return cfg.url ? openServer(cfg) : openEmbedded(cfg);
+  return cfg.url ? openServer(cfg, log) : openEmbedded(cfg, log);
 }
