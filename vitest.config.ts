@@ -5,6 +5,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     pool: 'forks',
+    // Two files at a time on the 2-core machine (vitest's default is one fewer than the cores): the
+    // fault, image and CLI tests spend most of their time waiting on child processes and timers.
+    maxWorkers: 2,
     include: ['test/**/*.test.ts'],
     setupFiles: ['test/support/engine.ts'],
     testTimeout: 60_000,
