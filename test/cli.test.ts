@@ -174,6 +174,8 @@ describe('vulndb --version and --help', () => {
     const help = await vulndb(['import', '--help']);
     expect(help.stdout).toContain(`(1-${BUNDLE_MAX_REPORTS}) (default: ${BUNDLE_SIZE})`);
     expect(help.stdout).not.toContain('--queue-prefix');
+    // Commands loaded lazily (jobs, recompute) show their real help, however asked.
+    for (const args of [['help', 'jobs'], ['jobs', '--help']]) expect((await vulndb(args)).stdout).toContain('Usage: vulndb jobs [options] [command]');
   });
 });
 

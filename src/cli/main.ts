@@ -66,12 +66,14 @@ function lazyCommand(name: string, description: string, term: string, build: () 
     .allowExcessArguments()
     .argument('[args...]')
     .action(async (_args, _opts, command: Command) => {
-      const real = (await build()).name(`vulndb ${name}`);
-      await real.parseAsync(command.args, { from: 'user' });
+      await (await realCommand(name)).parseAsync(command.args, { from: 'user' });
     });
   terms.set(standIn, term);
+  builders.set(name, build);
 }
 const terms = new Map<Command, string>();
+const builders = new Map<string, () => Promise<Command>>();
+const realCommand = async (name: string) => (await builders.get(name)!()).name(`vulndb ${name}`);
 
 lazyCommand('jobs', 'list and re-drive failed jobs of the ingest queues', 'jobs failed|retry [options]', async () => {
   const [{ configGetter }, { jobsCommand }] = await Promise.all([import('./config.js'), import('./jobs.js')]);
@@ -81,6 +83,19 @@ lazyCommand('recompute', "rebuild findings' state from the stored history (embed
   const [{ configGetter }, { recomputeCommand }] = await Promise.all([import('./config.js'), import('./recompute.js')]);
   return recomputeCommand(await configGetter()).showHelpAfterError();
 });
+
+// `vulndb help <command>`: commander's own would show a stand-in's help, not the real command's.
+program.helpCommand(false);
+program
+  .command('help')
+  .description('display help for command')
+  .argument('[command]')
+  .action(async (name: string | undefined) => {
+    if (name === undefined) return program.help();
+    if (builders.has(name)) return (await realCommand(name)).help();
+    const command = program.commands.find((c) => c.name() === name);
+    return command ? command.help() : program.error(`error: unknown command '${name}'`);
+  });
 
 program.configureHelp({ subcommandTerm: (command) => terms.get(command) ?? Help.prototype.subcommandTerm.call(new Help(), command) });
 
