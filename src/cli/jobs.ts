@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { CHECK_BUNDLES_QUEUE, CHECKS_QUEUE } from '../queue/contract.js';
 import { defaultRedisNames, type RedisNames } from '../queue/redis.js';
-import { EXIT, usageError, usageErrorsExit2 } from './exit.js';
+import { CliError, EXIT, usageError, usageErrorsExit2 } from './exit.js';
 
 /**
  * `vulndb jobs failed` and `vulndb jobs retry`: the failed jobs an operator must be able to list
@@ -46,14 +46,9 @@ export interface FailedList {
   jobs: FailedJob[];
 }
 
-export class JobNotRetried extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number = EXIT.failed,
-  ) {
-    super(message);
-    this.name = 'JobNotRetried';
-  }
+/** A job that cannot be re-driven (unknown, not failed, or failed in several queues). */
+export class JobNotRetried extends CliError {
+  override name = 'JobNotRetried';
 }
 
 async function openQueues<T>(connection: Redis, names: RedisNames, queues: string[], use: (qs: Queue[]) => Promise<T>): Promise<T> {
