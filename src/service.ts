@@ -113,7 +113,8 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   const locks = new TargetLocks(redis, names, config.jobs.lockMs);
   if (opts.worker) {
     batcher = new ReportBatcher({
-      store,
+      // Its statements go first to the embedded engine, which API requests share (README, Design).
+      store: store.prioritized(),
       locks,
       batchSize: config.ingest.batchSize,
       waitMs: config.ingest.batchWaitMs,

@@ -45,6 +45,11 @@ export interface Store {
   insert(table: string, rows: readonly object[]): Promise<void>;
   ping(): Promise<boolean>;
   close(): Promise<void>;
+  /**
+   * The same store whose statements go before the ordinary ones waiting for the embedded engine
+   * (the ingest worker's: API load must not starve ingestion); the store itself in server mode.
+   */
+  prioritized(): Store;
 }
 
 /** A failure of the store itself (unreachable, engine error): callers treat it as transient. */
@@ -152,36 +157,52 @@ interface Limits {
 /** Hands one client call the settings and signal of its statement's time limit. */
 type Exec = <R>(call: (limits: Limits) => Promise<R>) => Promise<R>;
 
-/** The embedded engine's statements, one after the other (see above). */
+/**
+ * The embedded engine's statements, one after the other (see above), in two lanes: a statement of
+ * the ingest worker (a `prioritized()` store) goes before the ordinary ones waiting, so that API
+ * load, which can keep several statements queued at any moment, never starves ingestion; between
+ * two statements of a batch (its work in JavaScript) the queued API statements have the engine.
+ */
 class Turns {
-  #tail: Promise<unknown> = Promise.resolve();
+  #busy = false;
+  readonly #lanes: [(() => void)[], (() => void)[]] = [[], []];
 
   /**
-   * Starts `start` once every statement given before has finished in the engine, unless `signal`
+   * Starts `start` when the engine is free and no statement of a higher lane waits, unless `signal`
    * fired first; the answer settles when `start`'s does or when `signal` fires.
    */
-  take<R>(signal: AbortSignal | undefined, start: () => Promise<R>): Promise<R> {
-    const givenUp = () => new Error('time limit reached before the engine answered');
-    const turn = this.#tail.then(() => {
-      if (signal?.aborted) throw givenUp();
-      return start();
-    });
-    this.#tail = turn.catch(() => undefined);
-    if (!signal) return turn;
+  take<R>(signal: AbortSignal | undefined, start: () => Promise<R>, urgent = false): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      const giveUp = () => reject(givenUp());
-      signal.addEventListener('abort', giveUp, { once: true });
-      turn.then(
-        (value) => {
-          signal.removeEventListener('abort', giveUp);
-          resolve(value);
-        },
-        (err: unknown) => {
-          signal.removeEventListener('abort', giveUp);
-          reject(err);
-        },
-      );
+      let settled = false;
+      const settle = (done: () => void) => {
+        signal?.removeEventListener('abort', giveUp);
+        if (!settled) {
+          settled = true;
+          done();
+        }
+      };
+      const giveUp = () => settle(() => reject(new Error('time limit reached before the engine answered')));
+      signal?.addEventListener('abort', giveUp, { once: true });
+      const run = () => {
+        // Its time ran out while it waited: it never reaches the engine.
+        if (signal?.aborted) return this.#next();
+        Promise.resolve()
+          .then(start)
+          .then(
+            (value) => settle(() => resolve(value)),
+            (err: unknown) => settle(() => reject(err)),
+          )
+          .finally(() => this.#next());
+      };
+      this.#lanes[urgent ? 0 : 1].push(run);
+      if (!this.#busy) this.#next();
     });
+  }
+
+  #next(): void {
+    const run = this.#lanes[0].shift() ?? this.#lanes[1].shift();
+    this.#busy = run !== undefined;
+    run?.();
   }
 }
 
@@ -199,11 +220,11 @@ function timeLimits(mode: Store['mode'], storeMs: number | undefined) {
   const turns = mode === 'embedded' ? new Turns() : undefined;
   // Whether a statement carried a limit yet: from then on the embedded session holds one.
   let sent = storeMs !== undefined;
-  return async <T>(ms: number | undefined, work: (exec: Exec) => Promise<T>): Promise<T> => {
+  return async <T>(ms: number | undefined, work: (exec: Exec) => Promise<T>, urgent = false): Promise<T> => {
     const budget = ms ?? storeMs ?? 0;
     if (budget === 0) {
       const limits: Limits = sent ? { clickhouse_settings: { max_execution_time: 0 } } : {};
-      return work((call) => (turns ? turns.take(undefined, () => call(limits)) : call(limits)));
+      return work((call) => (turns ? turns.take(undefined, () => call(limits), urgent) : call(limits)));
     }
     sent = true;
     const deadline = performance.now() + budget;
@@ -216,7 +237,7 @@ function timeLimits(mode: Store['mode'], storeMs: number | undefined) {
       return call(turns ? { clickhouse_settings: settings } : { clickhouse_settings: settings, abort_signal: controller.signal });
     };
     try {
-      return await work((call) => (turns ? turns.take(controller.signal, () => start(call)) : start(call)));
+      return await work((call) => (turns ? turns.take(controller.signal, () => start(call), urgent) : start(call)));
     } catch (err) {
       if (err instanceof QueryTimeout) throw err;
       if (controller.signal.aborted || engineTimeout(err)) throw new QueryTimeout(budget, { cause: err });
@@ -229,66 +250,72 @@ function timeLimits(mode: Store['mode'], storeMs: number | undefined) {
 
 function wrap(client: ClickHouseClient, mode: Store['mode'], database: string, queryTimeoutMs: number | undefined): Store {
   let closed = false;
-  const limited = timeLimits(mode, queryTimeoutMs);
-  return {
-    mode,
-    database,
-    query: <T>(sql: string, params?: QueryParams) =>
-      guard('query', () =>
-        limited(undefined, async (exec) => {
-          const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'JSONEachRow', ...limits }));
-          return rs.json<T>();
-        }),
-      ),
-    queryFields: (sql, params) =>
-      guard('query', () =>
-        limited(undefined, async (exec) => {
-          const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'TabSeparated', ...limits }));
-          // Line by line: the result set's text() decodes the whole answer with a TextDecoder, about
-          // ten times slower than decoding each line's bytes.
-          // Large answers are split in slices (src/time-slices.ts).
-          const rows: string[][] = [];
-          const slices = new TimeSlices();
-          for await (const lines of rs.stream<unknown>()) {
-            for (const line of lines as { text: string }[]) {
-              rows.push(fieldsOf(line.text));
-              if (slices.due) await slices.turn();
+  const runner = timeLimits(mode, queryTimeoutMs);
+  // The store and its prioritized view share the client and the engine's turns.
+  const view = (urgent: boolean): Store => {
+    const limited = <T>(ms: number | undefined, work: (exec: Exec) => Promise<T>) => runner(ms, work, urgent);
+    return {
+      mode,
+      database,
+      query: <T>(sql: string, params?: QueryParams) =>
+        guard('query', () =>
+          limited(undefined, async (exec) => {
+            const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'JSONEachRow', ...limits }));
+            return rs.json<T>();
+          }),
+        ),
+      queryFields: (sql, params) =>
+        guard('query', () =>
+          limited(undefined, async (exec) => {
+            const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'TabSeparated', ...limits }));
+            // Line by line: the result set's text() decodes the whole answer with a TextDecoder, about
+            // ten times slower than decoding each line's bytes.
+            // Large answers are split in slices (src/time-slices.ts).
+            const rows: string[][] = [];
+            const slices = new TimeSlices();
+            for await (const lines of rs.stream<unknown>()) {
+              for (const line of lines as { text: string }[]) {
+                rows.push(fieldsOf(line.text));
+                if (slices.due) await slices.turn();
+              }
             }
-          }
-          return rows;
+            return rows;
+          }),
+          'fields',
+        ),
+      command: (sql, params, opts) =>
+        guard('command', () =>
+          limited(opts?.timeoutMs, async (exec) => {
+            await exec((limits) => client.command({ query: sql, query_params: params, ...limits }));
+          }),
+        ),
+      insert: (table, rows) =>
+        guard(`insert into ${table}`, async () => {
+          if (rows.length === 0) return;
+          const statement = insertStatement(table, rows);
+          await limited(undefined, (exec) => exec((limits) => client.command({ query: statement, ...limits })));
         }),
-        'fields',
-      ),
-    command: (sql, params, opts) =>
-      guard('command', () =>
-        limited(opts?.timeoutMs, async (exec) => {
-          await exec((limits) => client.command({ query: sql, query_params: params, ...limits }));
-        }),
-      ),
-    insert: (table, rows) =>
-      guard(`insert into ${table}`, async () => {
-        if (rows.length === 0) return;
-        const statement = insertStatement(table, rows);
-        await limited(undefined, (exec) => exec((limits) => client.command({ query: statement, ...limits })));
-      }),
-    ping: async () => {
-      if (closed) return false;
-      try {
-        await limited(undefined, async (exec) => {
-          const rs = await exec((limits) => client.query({ query: 'SELECT 1 AS ok', format: 'JSONEachRow', ...limits }));
-          await rs.json();
-        });
-        return true;
-      } catch {
-        return false;
-      }
-    },
-    close: async () => {
-      if (closed) return;
-      closed = true;
-      await client.close();
-    },
+      ping: async () => {
+        if (closed) return false;
+        try {
+          await limited(undefined, async (exec) => {
+            const rs = await exec((limits) => client.query({ query: 'SELECT 1 AS ok', format: 'JSONEachRow', ...limits }));
+            await rs.json();
+          });
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        await client.close();
+      },
+      prioritized: () => view(true),
+    };
   };
+  return view(false);
 }
 
 /**
