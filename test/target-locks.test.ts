@@ -1,9 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys, type RedisNames } from '../src/queue/redis.js';
 import { TargetLocks } from '../src/ingest/target-locks.js';
+import { startPrivateRedis, type PrivateRedis } from './support/private-redis.js';
 
 /**
  * A lock acquisition that fails half-way must not leave the locks it did take held until their TTL.
@@ -13,42 +12,21 @@ import { TargetLocks } from '../src/ingest/target-locks.js';
 
 const names: RedisNames = { queuePrefix: 'bull-locks-test', keyPrefix: 'locks-test' };
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 describe('TargetLocks.acquire when Redis refuses part of it', () => {
-  let server: ChildProcess;
+  let server: PrivateRedis;
   let admin: Redis;
   let limited: Redis;
   beforeAll(async () => {
-    const port = await freePort();
-    server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    admin = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: (n) => (n > 50 ? null : 100) });
-    admin.on('error', () => {}); // refused until the server listens
-    for (let i = 0; ; i++) {
-      try {
-        await admin.connect();
-        break;
-      } catch {
-        if (i > 50) throw new Error('private redis-server did not start');
-        admin.disconnect();
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    server = await startPrivateRedis();
+    admin = new Redis(server.url);
     // The locker may write the lock keys of targets whose id starts with "a" only.
     await admin.call('ACL', 'SETUSER', 'locker', 'on', '>pw', `~${names.keyPrefix}:lock:target:a*`, '+@all');
-    limited = new Redis({ port, host: '127.0.0.1', username: 'locker', password: 'pw' });
+    limited = new Redis({ port: server.port, host: '127.0.0.1', username: 'locker', password: 'pw' });
   });
   afterAll(async () => {
     limited?.disconnect();
     admin?.disconnect();
-    server?.kill('SIGKILL');
+    await server?.kill();
   });
 
   it('given a pipeline where one SET is refused, when acquiring, then it throws and the lock it did take is released', async () => {

@@ -2,7 +2,6 @@ import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Middleware } from 'koa';
 import { ApiError } from '../errors.js';
-import type { Logger } from '../log.js';
 import { tooManyParams } from './query.js';
 
 /**
@@ -32,16 +31,6 @@ export function limitQueryParams(error: () => Error): Middleware {
   return async (ctx, next) => {
     if (tooManyParams(ctx.query)) throw error();
     await next();
-  };
-}
-
-export function accessLog(log: Logger): Middleware {
-  return async (ctx, next) => {
-    const started = performance.now();
-    await next();
-    const fields = { method: ctx.method, path: ctx.path, status: ctx.status, ms: +(performance.now() - started).toFixed(1) };
-    if (ctx.status >= 500) log.error('request failed', fields);
-    else log.debug('request', fields);
   };
 }
 
