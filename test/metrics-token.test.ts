@@ -107,6 +107,13 @@ describe('vulndb token against a service without JWT settings', () => {
     expect((await get('stats/assets', stdout.trim())).status).toBe(200);
   });
 
+  it('given --ingest, when minted, then the token carries the ingest scope and no other', async () => {
+    const { stdout } = await cli(['--sub', 'scanner', '--ingest'], { DATA_DIR: dataDir });
+    expect(payloadOf(stdout.trim())).toMatchObject({ sub: 'scanner', teams: [], admin: false, scopes: ['ingest'] });
+    const plain = await cli(['--sub', 'alice'], { DATA_DIR: dataDir });
+    expect(payloadOf(plain.stdout.trim()).scopes).toBeUndefined();
+  });
+
   it('given another DATA_DIR, when the CLI mints a token there, then this service rejects it', async () => {
     const { stdout } = await cli(['--sub', 'mallory', '--admin'], { DATA_DIR: tmpDir() });
     expect((await get('stats/open', stdout.trim())).status).toBe(401);

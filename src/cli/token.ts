@@ -34,10 +34,11 @@ export function tokenCommand(): Command {
     .requiredOption('--sub <user>', 'the user the token names (claim "sub")')
     .addOption(new Option('--teams <ids>', 'comma-separated team ids the user belongs to').argParser(parseTeams).default([], 'none'))
     .option('--admin', 'grant administrator rights (every team, global metrics)', false)
+    .option('--ingest', 'grant the ingest scope: POST /checks and POST /targets under DB_API_AUTH=jwt', false)
     .addOption(new Option('--ttl <duration>', 'lifetime: seconds or a number with s, m, h or d').argParser(parseTtl).default(3600, '1h'));
-  return command.action(async (opts: { sub: string; teams: string[]; admin: boolean; ttl: number }) => {
+  return command.action(async (opts: { sub: string; teams: string[]; admin: boolean; ingest: boolean; ttl: number }) => {
     if (opts.sub.trim() === '') usageError(command, "option '--sub <user>' must not be empty");
     const [config, { mintToken }] = await Promise.all([cliConfig(), import('./token-mint.js')]);
-    process.stdout.write(`${mintToken(config, { sub: opts.sub, teams: opts.teams, admin: opts.admin, ttl: opts.ttl })}\n`);
+    process.stdout.write(`${mintToken(config, { sub: opts.sub, teams: opts.teams, admin: opts.admin, ttl: opts.ttl, ...(opts.ingest ? { scopes: ['ingest'] } : {}) })}\n`);
   });
 }
