@@ -121,7 +121,9 @@ for (const scale of scales) {
     pageSizeMax: 100,
   };
   // Uncached: the engine's time is what is measured. Cached: the production setup (src/service.ts).
-  const servers = [createDbApi(apiDeps), createDbApi({ ...apiDeps, cache: { redis, names: cacheNames } })].map((app) => http.createServer(app.callback()));
+  const servers = [createDbApi(apiDeps), createDbApi({ ...apiDeps, cache: { redis, names: cacheNames } })].map((app) =>
+    http.createServer(app.callback()),
+  );
   for (const server of servers) await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const [client, cachedClient] = servers.map((server) => connectBenchClient('127.0.0.1', (server.address() as AddressInfo).port));
 

@@ -58,17 +58,41 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 const log = createLogger('warn');
 fs.rmSync(DATA_DIR, { recursive: true, force: true });
-const config = loadConfig({ ...process.env, DATA_DIR, REDIS_URL, LOG_LEVEL: 'warn', DB_API_PORT: '0', METRICS_API_PORT: '0', ADMIN_PORT: '0' });
+const config = loadConfig({
+  ...process.env,
+  DATA_DIR,
+  REDIS_URL,
+  LOG_LEVEL: 'warn',
+  DB_API_PORT: '0',
+  METRICS_API_PORT: '0',
+  ADMIN_PORT: '0',
+});
 const id = randomUUID().slice(0, 8);
 const names = { queuePrefix: `bench-${id}`, keyPrefix: `bench-${id}` };
 
-console.log(`ingest benchmark (${MODE}${MODE === 'queue' ? `, ${BUNDLE > 1 ? `bundles of ${BUNDLE}` : 'a job per report'}` : ''}): ${REPORTS} reports × ${VULNS_PER_REPORT} vulnerabilities, ${TARGETS} targets, batch ${config.ingest.batchSize}`);
+console.log(
+  `ingest benchmark (${MODE}${MODE === 'queue' ? `, ${BUNDLE > 1 ? `bundles of ${BUNDLE}` : 'a job per report'}` : ''}): ${REPORTS} reports × ${VULNS_PER_REPORT} vulnerabilities, ${TARGETS} targets, batch ${config.ingest.batchSize}`,
+);
 let produced: { sent: number; seconds: number; pausedSeconds: number; cpuSeconds: number } | undefined;
 const produce = (maxPending: number) =>
   new Promise<void>((resolve) => {
-    const producer = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/produce.ts', REDIS_URL, names.queuePrefix, String(TARGETS), String(SCANS), String(maxPending), String(BUNDLE)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const producer = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'bench/lib/produce.ts',
+        REDIS_URL,
+        names.queuePrefix,
+        String(TARGETS),
+        String(SCANS),
+        String(maxPending),
+        String(BUNDLE),
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     producer.stdout.on('data', (d: Buffer) => (produced = JSON.parse(d.toString())));
     producer.on('exit', () => resolve());
   });
@@ -77,8 +101,7 @@ if (MODE === 'queue' && PREFILL) {
   console.log(`prefilled the queue: ${produced?.sent} reports in ${produced?.seconds.toFixed(1)} s`);
 }
 const service = await startService(config, { api: false, worker: MODE === 'queue', log, names });
-const count = async (table: string) =>
-  (await service.store.query<{ n: number }>(`SELECT count() AS n FROM ${table}`))[0]!.n;
+const count = async (table: string) => (await service.store.query<{ n: number }>(`SELECT count() AS n FROM ${table}`))[0]!.n;
 
 // Every target belongs to a team before its first report, as in production: each findings insert
 // then also feeds the team copies (sql/0009_team_copies.sql).
@@ -165,7 +188,17 @@ if (!KEEP) fs.rmSync(DATA_DIR, { recursive: true, force: true });
 const result = {
   date: new Date().toISOString(),
   machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
-  parameters: { mode: MODE + (PREFILL ? ' (prefilled)' : ''), bundleSize: MODE === 'queue' ? BUNDLE : undefined, teams: TEAMS, workerConcurrency: config.ingest.concurrency, reports: REPORTS, targets: TARGETS, scans: SCANS, vulnerabilitiesPerReport: VULNS_PER_REPORT, batchSize: config.ingest.batchSize },
+  parameters: {
+    mode: MODE + (PREFILL ? ' (prefilled)' : ''),
+    bundleSize: MODE === 'queue' ? BUNDLE : undefined,
+    teams: TEAMS,
+    workerConcurrency: config.ingest.concurrency,
+    reports: REPORTS,
+    targets: TARGETS,
+    scans: SCANS,
+    vulnerabilitiesPerReport: VULNS_PER_REPORT,
+    batchSize: config.ingest.batchSize,
+  },
   endToEnd: {
     seconds: +seconds.toFixed(1),
     reportsPerSecond: Math.round(REPORTS / seconds),

@@ -54,7 +54,9 @@ const SCANS = SCALES[SCALE].scans;
 const TARGETS = SCALES[SCALE].targets;
 
 const loadavgBefore = os.loadavg().map((x) => +x.toFixed(2));
-console.log(`load benchmark, ${SCALE}: ${DURATION} s measured after ${WARMUP} s of warm-up, ${CONNECTIONS} connections, ${RATE} reports/s; loadavg ${loadavgBefore.join(' ')}`);
+console.log(
+  `load benchmark, ${SCALE}: ${DURATION} s measured after ${WARMUP} s of warm-up, ${CONNECTIONS} connections, ${RATE} reports/s; loadavg ${loadavgBefore.join(' ')}`,
+);
 
 // --- the dataset, copied ----------------------------------------------------------------------
 const marker = path.join(dataDirOf(SCALE), 'dataset.json');
@@ -63,7 +65,9 @@ if (fs.existsSync(marker)) {
   dataset = JSON.parse(fs.readFileSync(marker, 'utf8')) as typeof dataset;
 } else if (fs.existsSync(path.join(dataDirOf(SCALE), 'clickhouse'))) {
   // A build in progress (or an interrupted one) owns that store: never open it from here too.
-  console.error(`${dataDirOf(SCALE)} holds no finished dataset yet (no dataset.json): wait for its build, or finish it with npm run bench:replay -- --scale ${SCALE}`);
+  console.error(
+    `${dataDirOf(SCALE)} holds no finished dataset yet (no dataset.json): wait for its build, or finish it with npm run bench:replay -- --scale ${SCALE}`,
+  );
   process.exit(1);
 } else {
   const opened = await openDataset(SCALE); // builds it
@@ -72,9 +76,11 @@ if (fs.existsSync(marker)) {
 }
 const id = randomUUID().slice(0, 8);
 const copyDir = path.join(os.tmpdir(), `vulndb-bench-load-${SCALE}-${id}`);
-let t = performance.now();
+const t = performance.now();
 copyDataset(dataDirOf(SCALE), copyDir);
-console.log(`copied ${dataDirOf(SCALE)} to ${copyDir} in ${((performance.now() - t) / 1000).toFixed(1)} s (${dataset.findings} findings, ${dataset.events} events)`);
+console.log(
+  `copied ${dataDirOf(SCALE)} to ${copyDir} in ${((performance.now() - t) / 1000).toFixed(1)} s (${dataset.findings} findings, ${dataset.events} events)`,
+);
 
 // --- Redis and the service ----------------------------------------------------------------------
 const redis = await startPrivateRedis();
@@ -159,7 +165,7 @@ const paths: MixPaths = {
 {
   const r = (() => {
     let s = 1;
-    return () => ((s = (s * 16807) % 2147483647) / 2147483647);
+    return () => (s = (s * 16807) % 2147483647) / 2147483647;
   })();
   for (const p of [...paths.metrics, paths.stats(r), paths.findings(r)]) {
     const res = await fetch(`${service.url}${p}`, p.startsWith('/api/v1') ? { headers: { Authorization: `Bearer ${token}` } } : {});
@@ -175,10 +181,19 @@ const paths: MixPaths = {
 const ingestion = startIngestion({ redisUrl: redis.url, queuePrefix: 'bull', rate: RATE, targets: TARGETS, firstScan: SCANS });
 ingestion.start();
 const ingestStarted = Date.now();
-const mixOptions = { url: service.url, token, paths, connections: CONNECTIONS, timeoutS: TIMEOUT_S, ...(API_RATE > 0 ? { overallRate: API_RATE } : {}) };
+const mixOptions = {
+  url: service.url,
+  token,
+  paths,
+  connections: CONNECTIONS,
+  timeoutS: TIMEOUT_S,
+  ...(API_RATE > 0 ? { overallRate: API_RATE } : {}),
+};
 if (WARMUP > 0) {
   const w = await runMix({ ...mixOptions, seconds: WARMUP, seed: 1 });
-  console.log(`warm-up: ${w.requests} requests (${w.rps}/s), ${w.errors} errors, ${w.non2xx} non-2xx; ${ingestion.enqueued()} reports enqueued`);
+  console.log(
+    `warm-up: ${w.requests} requests (${w.rps}/s), ${w.errors} errors, ${w.non2xx} non-2xx; ${ingestion.enqueued()} reports enqueued`,
+  );
 }
 const cpu0 = { service: service.cpuSeconds(), redis: procCpuSeconds(redis.pid), bench: process.cpuUsage() };
 const windowStart = Date.now();
@@ -210,12 +225,27 @@ for (const [factor, label] of [
   const repeated = 5_000 * factor;
   PATHOLOGICAL.push(
     [`database API: path of ${slashes.toLocaleString('en')} slashes (${label})`, '/'.repeat(slashes), {}],
-    [`database API: /findings with ${repeated.toLocaleString('en')} repeated keys (${label})`, `/findings?${Array(repeated).fill('a').join('&')}`, {}],
+    [
+      `database API: /findings with ${repeated.toLocaleString('en')} repeated keys (${label})`,
+      `/findings?${Array(repeated).fill('a').join('&')}`,
+      {},
+    ],
     [`metrics API: /api/v1 + ${slashes.toLocaleString('en')} slashes (${label})`, `/api/v1${'/'.repeat(slashes)}`, auth],
-    [`metrics API: /api/v1/stats/open with ${repeated.toLocaleString('en')} repeated keys (${label})`, `/api/v1/stats/open?${Array(repeated).fill('a').join('&')}`, auth],
+    [
+      `metrics API: /api/v1/stats/open with ${repeated.toLocaleString('en')} repeated keys (${label})`,
+      `/api/v1/stats/open?${Array(repeated).fill('a').join('&')}`,
+      auth,
+    ],
   );
 }
-const pathological: { name: string; requestBytes: number; answers: RawAnswer[]; status: (number | null)[]; medianMs: number; maxMs: number }[] = [];
+const pathological: {
+  name: string;
+  requestBytes: number;
+  answers: RawAnswer[];
+  status: (number | null)[];
+  medianMs: number;
+  maxMs: number;
+}[] = [];
 for (const [name, target, headers] of PATHOLOGICAL) {
   const answers: RawAnswer[] = [];
   for (let i = 0; i < 3; i++) answers.push(await rawRequest(port, target, headers));
@@ -250,7 +280,12 @@ const allLagMs = ingestion.lags.map((l) => l.ms);
 const oldest = ingestion.samples.filter((s) => inWindow(ingestStarted + s.t * 1000)).map((s) => s.oldestPendingS);
 const windowBatches = batches.filter((b) => inWindow(b.at));
 const committedInWindow = windowBatches.reduce((n, b) => n + b.jobs, 0);
-const lagFigures = (ms: number[]) => ({ jobs: ms.length, p50S: r2(q(ms, 0.5) / 1000), p99S: r2(q(ms, 0.99) / 1000), maxS: r2(q(ms, 1) / 1000) });
+const lagFigures = (ms: number[]) => ({
+  jobs: ms.length,
+  p50S: r2(q(ms, 0.5) / 1000),
+  p99S: r2(q(ms, 0.99) / 1000),
+  maxS: r2(q(ms, 1) / 1000),
+});
 const ingestionFigures = {
   rateTarget: RATE,
   enqueuedInWindow,
@@ -263,18 +298,41 @@ const ingestionFigures = {
   addErrors: ingestion.addErrors,
   batchesInWindow: {
     count: windowBatches.length,
-    reportsP50: q(windowBatches.map((b) => b.jobs), 0.5),
-    reportsMax: q(windowBatches.map((b) => b.jobs), 1),
-    msP50: q(windowBatches.map((b) => b.ms), 0.5),
-    msP99: q(windowBatches.map((b) => b.ms), 0.99),
-    msMax: q(windowBatches.map((b) => b.ms), 1),
+    reportsP50: q(
+      windowBatches.map((b) => b.jobs),
+      0.5,
+    ),
+    reportsMax: q(
+      windowBatches.map((b) => b.jobs),
+      1,
+    ),
+    msP50: q(
+      windowBatches.map((b) => b.ms),
+      0.5,
+    ),
+    msP99: q(
+      windowBatches.map((b) => b.ms),
+      0.99,
+    ),
+    msMax: q(
+      windowBatches.map((b) => b.ms),
+      1,
+    ),
   },
   // enqueue → job completed (finishedOn), per job, for jobs completed within the measured window
   lag: lagFigures(lagMs),
   lagWholeRun: lagFigures(allLagMs),
   // age of the oldest report not yet committed, sampled every second within the window
   oldestPending: { samples: oldest.length, p50S: r2(q(oldest, 0.5)), p99S: r2(q(oldest, 0.99)), maxS: r2(q(oldest, 1)) },
-  atEndOfLoad: endSample ? { waiting: endSample.waiting, held: endSample.active, delayed: endSample.delayed, failed: endSample.failed, oldestPendingS: r2(endSample.oldestPendingS) } : null,
+  atEndOfLoad: endSample
+    ? {
+        waiting: endSample.waiting,
+        held: endSample.active,
+        delayed: endSample.delayed,
+        failed: endSample.failed,
+        oldestPendingS: r2(endSample.oldestPendingS),
+      }
+    : null,
   drained,
   drainSeconds: r1(drainSeconds),
   failedJobs: ingestion.samples[ingestion.samples.length - 1]?.failed ?? 0,
@@ -301,7 +359,10 @@ const git = (...a: string[]) => {
     return undefined;
   }
 };
-const code = { commit: git('rev-parse', '--short', 'HEAD'), uncommittedServiceChanges: (git('status', '--porcelain', '--', 'src', 'workers', 'sql') ?? '') !== '' };
+const code = {
+  commit: git('rev-parse', '--short', 'HEAD'),
+  uncommittedServiceChanges: (git('status', '--porcelain', '--', 'src', 'workers', 'sql') ?? '') !== '',
+};
 const result = {
   date: new Date().toISOString(),
   code,
@@ -317,8 +378,11 @@ const result = {
     reportsPerSecond: RATE,
     mix: { metrics: 0.7, stats: 0.2, findings: 0.1 },
     metricsPaths: paths.metrics,
-    service: 'child process: node --max-semi-space-size=64 --import tsx src/cli/main.ts serve (APIs and worker, embedded store), both APIs on one port, on a copy of the dataset',
-    serviceEnv: Object.fromEntries(['WORKER_CONCURRENCY', 'INGEST_BATCH_SIZE', 'INGEST_BATCH_WAIT_MS'].map((k) => [k, process.env[k] ?? 'default'])),
+    service:
+      'child process: node --max-semi-space-size=64 --import tsx src/cli/main.ts serve (APIs and worker, embedded store), both APIs on one port, on a copy of the dataset',
+    serviceEnv: Object.fromEntries(
+      ['WORKER_CONCURRENCY', 'INGEST_BATCH_SIZE', 'INGEST_BATCH_WAIT_MS'].map((k) => [k, process.env[k] ?? 'default']),
+    ),
     redis: 'a private redis-server started for the run (no persistence)',
     producer: 'this process: one BullMQ job per report on "checks", the scans after the dataset\'s history on its targets',
     loadGenerator: `autocannon ${'8'} in this process, each connection cycling 7 metrics, 2 statistics, 1 findings page`,
@@ -332,15 +396,21 @@ const result = {
 };
 
 // --- the table ---------------------------------------------------------------------------------
-console.log(`\n${SCALE}, ${DURATION} s, ${CONNECTIONS} connections, ${RATE} reports/s on ${result.host.model} (loadavg ${loadavgBefore.join(' ')} → ${loadavgAfterLoad.join(' ')})`);
+console.log(
+  `\n${SCALE}, ${DURATION} s, ${CONNECTIONS} connections, ${RATE} reports/s on ${result.host.model} (loadavg ${loadavgBefore.join(' ')} → ${loadavgAfterLoad.join(' ')})`,
+);
 console.log('| kind | requests | req/s | p50 ms | p90 ms | p99 ms | max ms | non-2xx | X-Cache HIT |');
 console.log('|---|---|---|---|---|---|---|---|---|');
 for (const kind of KINDS) {
   const k = mix.kinds[kind];
-  console.log(`| ${kind} | ${k.requests} | ${k.rps} | ${k.p50} | ${k.p90} | ${k.p99} | ${k.max} | ${k.non2xx} | ${k.hitRatio === null ? '–' : `${(k.hitRatio * 100).toFixed(1)}%`} |`);
+  console.log(
+    `| ${kind} | ${k.requests} | ${k.rps} | ${k.p50} | ${k.p90} | ${k.p99} | ${k.max} | ${k.non2xx} | ${k.hitRatio === null ? '–' : `${(k.hitRatio * 100).toFixed(1)}%`} |`,
+  );
 }
 console.log(`| all | ${mix.requests} | ${mix.rps} | | | | | ${mix.non2xx} | |`);
-console.log(`errors (connection errors and timeouts): ${mix.errors} (timeouts ${mix.timeouts}); 10 s windows req/s min ${Math.min(...mix.windows10s)} max ${Math.max(...mix.windows10s)}`);
+console.log(
+  `errors (connection errors and timeouts): ${mix.errors} (timeouts ${mix.timeouts}); 10 s windows req/s min ${Math.min(...mix.windows10s)} max ${Math.max(...mix.windows10s)}`,
+);
 const i = ingestionFigures;
 console.log(
   `ingestion: enqueued ${i.enqueuedInWindow} (${i.enqueuedPerSecond}/s), committed ${i.committedInWindow} (${i.committedPerSecond}/s) in the window; ` +
@@ -351,9 +421,12 @@ console.log(
     `oldest uncommitted report: p50 ${i.oldestPending.p50S} s, max ${i.oldestPending.maxS} s; at the end ${JSON.stringify(i.atEndOfLoad)}; ` +
     `drained ${drained ? `in ${i.drainSeconds} s` : 'NOT (timeout)'}; failed jobs ${i.failedJobs}`,
 );
-console.log(`cpu in the window: service ${cpu.serviceSeconds} s, redis ${cpu.redisSeconds} s, load generator + producer ${cpu.benchSeconds} s (${result.cpu.coresBusy} cores busy)`);
+console.log(
+  `cpu in the window: service ${cpu.serviceSeconds} s, redis ${cpu.redisSeconds} s, load generator + producer ${cpu.benchSeconds} s (${result.cpu.coresBusy} cores busy)`,
+);
 console.log('pathological requests (idle service, 3 each):');
-for (const p of pathological) console.log(`  ${p.name}: ${p.status.join('/')} in ${p.medianMs} ms median, ${p.maxMs} ms max (${p.requestBytes} bytes)`);
+for (const p of pathological)
+  console.log(`  ${p.name}: ${p.status.join('/')} in ${p.medianMs} ms median, ${p.maxMs} ms max (${p.requestBytes} bytes)`);
 console.log(
   `targets: errors ${targets.errors.value} (0: ${targets.errors.met ? 'met' : 'MISSED'}); lag max ${lagMax} s (< ${LAG_TARGET_S} s: ${targets.lag.met ? 'met' : 'MISSED'}); ` +
     `kept up: ${targets.keptUp.met ? 'yes' : 'NO'} (committed/enqueued ${targets.keptUp.committedShare}, backlog at the end ${targets.keptUp.backlogAtEnd})`,

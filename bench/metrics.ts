@@ -55,7 +55,13 @@ async function load(spec: LoadSpec): Promise<void> {
   let failures = 0;
   const started = performance.now();
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
-    const options = { url: spec.url, connections: spec.connections, duration: spec.duration, timeout: 120, headers: { Authorization: `Bearer ${spec.token}` } };
+    const options = {
+      url: spec.url,
+      connections: spec.connections,
+      duration: spec.duration,
+      timeout: 120,
+      headers: { Authorization: `Bearer ${spec.token}` },
+    };
     const instance = autocannon(options, (err, res) => (err ? reject(err) : resolve(res)));
     instance.on('response', (_client, status, _bytes, ms) => {
       if (status === 200) times.push(ms);
@@ -72,7 +78,7 @@ async function load(spec: LoadSpec): Promise<void> {
     mean: times.reduce((a, b) => a + b, 0) / Math.max(1, times.length),
     failures: failures + result.errors + result.timeouts,
   };
-  process.stdout.write(JSON.stringify(out) + '\n');
+  process.stdout.write(`${JSON.stringify(out)}\n`);
 }
 
 if (args[0] === '--load') {
@@ -109,14 +115,26 @@ const id = randomUUID().slice(0, 8);
 const names = { queuePrefix: `bench-metrics-${id}`, keyPrefix: `bench-metrics-${id}` };
 const secret = randomBytes(32).toString('base64url');
 const tokens = tokenKeys({ secret, publicKey: undefined, issuer: undefined, audience: undefined }, dataset.dataDir);
-const token = signJwt({ sub: 'bench', admin: true, iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 86_400 }, tokens.secret!);
+const token = signJwt(
+  { sub: 'bench', admin: true, iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 86_400 },
+  tokens.secret!,
+);
 const now = () => NOW;
 
 const queue = checksQueue(redis, names);
 const apps = {
   cached: createMetricsApi({ store, log, keys: tokens, cache: { redis, names }, now }),
   uncached: createMetricsApi({ store, log, keys: tokens, now }),
-  database: createDbApi({ store, locks: new ProcessLocks(), queue, log, maxReportBytes: 1 << 20, pageSizeDefault: 20, pageSizeMax: 100, now }),
+  database: createDbApi({
+    store,
+    locks: new ProcessLocks(),
+    queue,
+    log,
+    maxReportBytes: 1 << 20,
+    pageSizeDefault: 20,
+    pageSizeMax: 100,
+    now,
+  }),
 };
 const servers: http.Server[] = [];
 async function serve(app: { callback(): http.RequestListener }): Promise<string> {
@@ -131,11 +149,15 @@ const url = { cached: await serve(apps.cached), uncached: await serve(apps.uncac
 function runLoad(target: string, connections: number, duration: number): Promise<LoadResult> {
   const spec: LoadSpec = { url: target, token, connections, duration };
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/metrics.ts', '--load', JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/metrics.ts', '--load', JSON.stringify(spec)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as LoadResult) : reject(new Error(`load generator exited with ${code}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(out) as LoadResult) : reject(new Error(`load generator exited with ${code}`)),
+    );
   });
 }
 
@@ -186,7 +208,8 @@ for (const [name, metricsPath, databasePath] of CASES) {
   const d = `${url.database}${databasePath}`;
   // Bodies must agree before timing anything.
   const [mb, db] = await Promise.all([m, d].map(async (u) => (await fetch(u, { headers: { Authorization: `Bearer ${token}` } })).text()));
-  if (!isDeepStrictEqual(JSON.parse(mb!), JSON.parse(db!))) throw new Error(`${name}: metrics and database API bodies differ:\n${mb}\n${db}`);
+  if (!isDeepStrictEqual(JSON.parse(mb!), JSON.parse(db!)))
+    throw new Error(`${name}: metrics and database API bodies differ:\n${mb}\n${db}`);
   // Alternate the two uncached runs so neither benefits from a warmer engine.
   await xCache(m);
   const database = await runLoad(d, 1, DURATION);
@@ -206,13 +229,21 @@ for (const [name, metricsPath, databasePath] of CASES) {
 }
 
 const targets = { cachedP50Ms: 2, cachedRps: 3000, uncachedRatio: 1.3 };
-const failures = results.reduce((n, r) => n + r.uncached.failures + r.database.failures + r.cachedLatency.failures + r.cachedThroughput.failures, 0);
+const failures = results.reduce(
+  (n, r) => n + r.uncached.failures + r.database.failures + r.cachedLatency.failures + r.cachedThroughput.failures,
+  0,
+);
 const summary = {
   scale: SCALE,
   dataset: { findings: dataset.findings, events: dataset.events, reports: dataset.reports },
   machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version },
   date: new Date().toISOString(),
-  settings: { durationSeconds: DURATION, cachedConnections: CONNECTIONS, uncachedConnections: 1, clock: new Date(NOW * 1000).toISOString() },
+  settings: {
+    durationSeconds: DURATION,
+    cachedConnections: CONNECTIONS,
+    uncachedConnections: 1,
+    clock: new Date(NOW * 1000).toISOString(),
+  },
   targets,
   cases: results,
   worst: {

@@ -95,7 +95,11 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   // The configured limit, also when a caller swapped config.store (tests open fresh databases).
   const store = await openStore({ ...config.store, queryTimeoutMs: config.queryTimeoutMs }, log.child({ component: 'clickhouse' }));
   await migrate(store, log);
-  log.info('store ready', { mode: store.mode, database: store.database, ...(store.mode === 'embedded' ? { path: config.store.embeddedPath } : {}) });
+  log.info('store ready', {
+    mode: store.mode,
+    database: store.database,
+    ...(store.mode === 'embedded' ? { path: config.store.embeddedPath } : {}),
+  });
 
   const redis = requestConnection(config.redisUrl);
   if (!(await whenReady(redis))) log.warn('Redis is not answering yet; queueing and caching wait for it', { url: config.redisUrl });

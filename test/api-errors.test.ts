@@ -37,9 +37,25 @@ const PAGED = [
   `/targets/${TARGET}/issues`,
   '/stats/issues',
 ];
-const AT_DATE = [...FINDING_LISTS, '/stats/open', '/stats/fixed', '/stats/issues', '/stats/mttr', '/stats/exposure', '/stats/exposure/current'];
+const AT_DATE = [
+  ...FINDING_LISTS,
+  '/stats/open',
+  '/stats/fixed',
+  '/stats/issues',
+  '/stats/mttr',
+  '/stats/exposure',
+  '/stats/exposure/current',
+];
 const RANGE = [...FINDING_LISTS, '/stats/open', '/stats/fixed', '/stats/issues', '/stats/mttr'];
-const SCORES = [...FINDING_LISTS, '/stats/open', '/stats/fixed', '/stats/issues', '/stats/mttr', '/stats/exposure', '/stats/exposure/current'];
+const SCORES = [
+  ...FINDING_LISTS,
+  '/stats/open',
+  '/stats/fixed',
+  '/stats/issues',
+  '/stats/mttr',
+  '/stats/exposure',
+  '/stats/exposure/current',
+];
 const BOOLEAN = [...FINDING_LISTS, '/targets'];
 
 const withQuery = (path: string, query: string) => `${path}?${query}`;
@@ -47,9 +63,12 @@ const cases = (paths: string[], queries: string[]) => paths.flatMap((p) => queri
 const error = (status: number, message: string) => ({ status, body: { message } });
 
 describe('SPEC §5.2 error rows', () => {
-  it.each(cases(PAGED, ['page=0', 'page=-1', 'page=1.5', 'page=abc', 'page=1e3', 'page=%201']))('%s is 400 Malformed Page Number', async (path) => {
-    expect(await failure(svc, path)).toEqual(error(400, 'Malformed Page Number'));
-  });
+  it.each(cases(PAGED, ['page=0', 'page=-1', 'page=1.5', 'page=abc', 'page=1e3', 'page=%201']))(
+    '%s is 400 Malformed Page Number',
+    async (path) => {
+      expect(await failure(svc, path)).toEqual(error(400, 'Malformed Page Number'));
+    },
+  );
 
   it.each(cases(PAGED, ['size=0', 'size=-5', 'size=2.5', 'size=ten']))('%s is 400 Malformed Size Number', async (path) => {
     expect(await failure(svc, path)).toEqual(error(400, 'Malformed Size Number'));
@@ -71,12 +90,11 @@ describe('SPEC §5.2 error rows', () => {
     },
   );
 
-  it.each(cases(RANGE, ['status=OPEN&minDate=2024-13-01', 'status=OPEN&maxDate=yesterday', 'status=FIXED&minDate=2024-04-31&maxDate=2024-05-01']))(
-    '%s is 400 Malformed Date',
-    async (path) => {
-      expect(await failure(svc, path)).toEqual(error(400, 'Malformed Date'));
-    },
-  );
+  it.each(
+    cases(RANGE, ['status=OPEN&minDate=2024-13-01', 'status=OPEN&maxDate=yesterday', 'status=FIXED&minDate=2024-04-31&maxDate=2024-05-01']),
+  )('%s is 400 Malformed Date', async (path) => {
+    expect(await failure(svc, path)).toEqual(error(400, 'Malformed Date'));
+  });
 
   it('accepts 29 February of a leap year', async () => {
     await get(svc, '/findings?atDate=2024-02-29', findingListResponse);
@@ -89,9 +107,12 @@ describe('SPEC §5.2 error rows', () => {
     },
   );
 
-  it.each(['minScore=-1', 'minScore=0', 'maxScore=10', 'minScore=6.5&maxScore=6.50'])('/findings?%s is a well-formed score', async (query) => {
-    expect((await get(svc, `/findings?${query}`, findingListResponse)).findings.map((f) => f.id)).toEqual([F]);
-  });
+  it.each(['minScore=-1', 'minScore=0', 'maxScore=10', 'minScore=6.5&maxScore=6.50'])(
+    '/findings?%s is a well-formed score',
+    async (query) => {
+      expect((await get(svc, `/findings?${query}`, findingListResponse)).findings.map((f) => f.id)).toEqual([F]);
+    },
+  );
 
   it.each(cases(BOOLEAN, ['identifiermatch=yes', 'identifiermatch=tRUE', 'identifiermatch=2', 'identifiermatch=on']))(
     '%s is 400 Malformed Boolean',
@@ -100,13 +121,19 @@ describe('SPEC §5.2 error rows', () => {
     },
   );
 
-  it.each(['1', 't', 'T', 'true', 'TRUE', 'True', '0', 'f', 'F', 'false', 'FALSE', 'False'])('identifiermatch=%s is a well-formed boolean', async (value) => {
-    await get(svc, `/findings?identifier=example&identifiermatch=${value}`, findingListResponse);
-  });
+  it.each(['1', 't', 'T', 'true', 'TRUE', 'True', '0', 'f', 'F', 'false', 'FALSE', 'False'])(
+    'identifiermatch=%s is a well-formed boolean',
+    async (value) => {
+      await get(svc, `/findings?identifier=example&identifiermatch=${value}`, findingListResponse);
+    },
+  );
 
-  it.each(cases(FINDING_LISTS, ['status=open', 'status=Fixed', 'status=CLOSED', 'status=%20OPEN', 'status=OPEN%20']))('%s is 400 Invalid Status', async (path) => {
-    expect(await failure(svc, path)).toEqual(error(400, 'Invalid Status'));
-  });
+  it.each(cases(FINDING_LISTS, ['status=open', 'status=Fixed', 'status=CLOSED', 'status=%20OPEN', 'status=OPEN%20']))(
+    '%s is 400 Invalid Status',
+    async (path) => {
+      expect(await failure(svc, path)).toEqual(error(400, 'Invalid Status'));
+    },
+  );
 
   it('treats an empty status as absent', async () => {
     expect((await get(svc, '/findings?status=', findingListResponse)).findings).toHaveLength(1);
@@ -118,21 +145,29 @@ describe('SPEC §5.2 error rows', () => {
     expect(await failure(svc, '/findings?page=0&page=1')).toEqual(error(400, 'Malformed Page Number'));
   });
 
-  it.each(cases(AT_DATE.filter((p) => RANGE.includes(p)), ['atDate=2024-01-02&minDate=2024-01-01&status=OPEN', 'atDate=2024-01-02&maxDate=2024-01-03&status=OPEN']))(
-    '%s (atDate with a range) is 400 Filter parameters combination is invalid',
+  it.each(
+    cases(
+      AT_DATE.filter((p) => RANGE.includes(p)),
+      ['atDate=2024-01-02&minDate=2024-01-01&status=OPEN', 'atDate=2024-01-02&maxDate=2024-01-03&status=OPEN'],
+    ),
+  )('%s (atDate with a range) is 400 Filter parameters combination is invalid', async (path) => {
+    expect(await failure(svc, path)).toEqual(error(400, 'Filter parameters combination is invalid'));
+  });
+
+  it.each(['/stats/exposure', '/stats/exposure/current'])(
+    '%s ignores minDate/maxDate, which it does not accept, next to atDate',
+    async (path) => {
+      const res = await svc.db(`${path}?atDate=2024-01-02&minDate=2024-01-01`);
+      expect(res.status).toBe(200);
+    },
+  );
+
+  it.each(cases(RANGE, ['status=OPEN&minDate=2024-01-03&maxDate=2024-01-02']))(
+    '%s (minDate after maxDate) is 400 Filter parameters combination is invalid',
     async (path) => {
       expect(await failure(svc, path)).toEqual(error(400, 'Filter parameters combination is invalid'));
     },
   );
-
-  it.each(['/stats/exposure', '/stats/exposure/current'])('%s ignores minDate/maxDate, which it does not accept, next to atDate', async (path) => {
-    const res = await svc.db(`${path}?atDate=2024-01-02&minDate=2024-01-01`);
-    expect(res.status).toBe(200);
-  });
-
-  it.each(cases(RANGE, ['status=OPEN&minDate=2024-01-03&maxDate=2024-01-02']))('%s (minDate after maxDate) is 400 Filter parameters combination is invalid', async (path) => {
-    expect(await failure(svc, path)).toEqual(error(400, 'Filter parameters combination is invalid'));
-  });
 
   it.each(cases(FINDING_LISTS, ['minDate=2024-01-01', 'maxDate=2024-01-01', 'minDate=2024-01-01&maxDate=2024-01-02']))(
     '%s (a range without status on a findings list) is 400 Filter parameters combination is invalid',
@@ -146,9 +181,12 @@ describe('SPEC §5.2 error rows', () => {
     expect(res.status).toBe(200);
   });
 
-  it.each(cases(FINDING_LISTS, ['sortBy=id', 'sortBy=SCORE', 'sortBy=%2Bscore', 'sortBy=score,id']))('%s is 400 Filter parameters combination is invalid', async (path) => {
-    expect(await failure(svc, path)).toEqual(error(400, 'Filter parameters combination is invalid'));
-  });
+  it.each(cases(FINDING_LISTS, ['sortBy=id', 'sortBy=SCORE', 'sortBy=%2Bscore', 'sortBy=score,id']))(
+    '%s is 400 Filter parameters combination is invalid',
+    async (path) => {
+      expect(await failure(svc, path)).toEqual(error(400, 'Filter parameters combination is invalid'));
+    },
+  );
 
   it('answers 404 Not Found for an unknown route, whatever the method', async () => {
     expect(await failure(svc, '/nothing-here')).toEqual(error(404, 'Not Found'));
@@ -156,12 +194,18 @@ describe('SPEC §5.2 error rows', () => {
     expect(await failure(svc, `/findings/${F}/events/extra`)).toEqual(error(404, 'Not Found'));
   });
 
-  it.each([`/findings/${UNKNOWN}`, '/findings/not-a-uuid', `/issues/${UNKNOWN}`, '/issues/1', `/targets/${UNKNOWN}`, '/targets/www.example.com', `/sources/${UNKNOWN}`, '/sources/r1-0000'])(
-    '%s (an unknown id) is 404 Not Found',
-    async (path) => {
-      expect(await failure(svc, path)).toEqual(error(404, 'Not Found'));
-    },
-  );
+  it.each([
+    `/findings/${UNKNOWN}`,
+    '/findings/not-a-uuid',
+    `/issues/${UNKNOWN}`,
+    '/issues/1',
+    `/targets/${UNKNOWN}`,
+    '/targets/www.example.com',
+    `/sources/${UNKNOWN}`,
+    '/sources/r1-0000',
+  ])('%s (an unknown id) is 404 Not Found', async (path) => {
+    expect(await failure(svc, path)).toEqual(error(404, 'Not Found'));
+  });
 
   it('answers 404 Page Not Found for a page past the end, and checks validation first', async () => {
     expect(await failure(svc, '/findings?page=3&size=1')).toEqual(error(404, 'Page Not Found'));
@@ -226,11 +270,13 @@ describe('SPEC §5.2 check order: page, size, dates, scores, boolean, status, co
 
   it('validates the parameters of a sub-list before looking up its parent', async () => {
     expect(await failure(svc, `/issues/${UNKNOWN}/findings?status=bad`)).toEqual(error(400, 'Invalid Status'));
-    expect(await failure(svc, `/targets/not-a-uuid/findings?minDate=2024-01-01`)).toEqual(error(400, 'Filter parameters combination is invalid'));
+    expect(await failure(svc, `/targets/not-a-uuid/findings?minDate=2024-01-01`)).toEqual(
+      error(400, 'Filter parameters combination is invalid'),
+    );
     expect(await failure(svc, `/findings/${UNKNOWN}/events?page=0`)).toEqual(error(400, 'Malformed Page Number'));
   });
 
-  it('answers a page past the end of an unknown parent\'s empty sub-list with 404 Page Not Found', async () => {
+  it("answers a page past the end of an unknown parent's empty sub-list with 404 Page Not Found", async () => {
     expect(await failure(svc, `/issues/${UNKNOWN}/findings?page=2`)).toEqual(error(404, 'Page Not Found'));
     expect(await failure(svc, '/sources/x/findings?page=2')).toEqual(error(404, 'Page Not Found'));
   });
@@ -239,7 +285,9 @@ describe('SPEC §5.2 check order: page, size, dates, scores, boolean, status, co
     expect(await failure(svc, '/stats/open?atDate=bad&minScore=x')).toEqual(error(400, 'Malformed Date'));
     expect(await failure(svc, '/stats/mttr?minScore=x&atDate=2024-01-01&minDate=2024-01-01')).toEqual(error(400, 'Malformed Score'));
     expect(await failure(svc, '/stats/issues?page=0&atDate=bad')).toEqual(error(400, 'Malformed Page Number'));
-    expect(await failure(svc, '/stats/mttr?atDate=2024-01-01&minDate=2024-01-01')).toEqual(error(400, 'Filter parameters combination is invalid'));
+    expect(await failure(svc, '/stats/mttr?atDate=2024-01-01&minDate=2024-01-01')).toEqual(
+      error(400, 'Filter parameters combination is invalid'),
+    );
   });
 });
 
@@ -270,7 +318,9 @@ describe('framework defaults and the health check', () => {
 
 describe('parameters an endpoint does not take', () => {
   it('are ignored by the statistics that do not accept them', async () => {
-    expect((await get(svc, '/stats/open?page=abc&status=bad&sortBy=x&identifiermatch=maybe', openStatsResponse)).open_issues.medium).toBe(1);
+    expect((await get(svc, '/stats/open?page=abc&status=bad&sortBy=x&identifiermatch=maybe', openStatsResponse)).open_issues.medium).toBe(
+      1,
+    );
     expect((await json200(`/stats/size?atDate=bad&page=0`)).size.findings).toBe(1);
     expect(await json200('/stats/exposure?labels=nothing&identifiers=none&minDate=bad')).toEqual(await json200('/stats/exposure'));
     expect(await json200('/stats/issues?team=nobody&labels=nothing')).toEqual(await json200('/stats/issues'));
@@ -297,56 +347,58 @@ describe('no input produces a 500', () => {
     expect((await get(svc, `/findings?minScore=-${'9'.repeat(400)}`, findingListResponse)).findings).toHaveLength(1);
   });
 
-  it('evaluates dates outside the store\'s time range literally', async () => {
+  it("evaluates dates outside the store's time range literally", async () => {
     expect((await get(svc, '/findings?status=OPEN&minDate=0001-01-01&maxDate=9999-12-31', findingListResponse)).findings).toHaveLength(1);
     expect((await get(svc, '/findings?status=OPEN&atDate=9999-12-31', findingListResponse)).findings).toHaveLength(1);
     expect((await get(svc, '/findings?atDate=0001-01-01', findingListResponse)).findings).toEqual([]);
   });
 
-  it.each([
-    '/findings?page=100000000000000000000000',
-    '/findings?page=9007199254740993&size=100',
-    '/findings?page=4294967297',
-    '/findings?page=90071992547408&size=100',
-    '/findings?size=18446744073709551617',
-    '/findings?minScore=' + '9'.repeat(400),
-    '/findings?maxScore=-' + '9'.repeat(400),
-    '/findings?minScore=-0',
-    '/findings?atDate=9999-12-31',
-    '/findings?atDate=0001-01-01',
-    '/findings?status=OPEN&minDate=0001-01-01&maxDate=9999-12-31',
-    '/findings?status=FIXED&minDate=0001-01-01&maxDate=9999-12-31',
-    '/findings?status=FIXED&minDate=9999-12-31',
-    '/stats/open?atDate=9999-12-31',
-    '/stats/fixed?minDate=0001-01-01&maxDate=9999-12-31',
-    '/stats/issues?minDate=9999-12-31',
-    '/stats/issues?page=100000000000000000000000',
-    '/stats/issues?page=4294967297&size=100',
-    '/stats/mttr?minDate=0001-01-01&maxDate=9999-12-31',
-    '/stats/exposure?atDate=9999-12-31',
-    '/stats/exposure/current?atDate=0001-01-01',
-    `/findings?identifier=${long}`,
-    `/findings?team=${long}&teams=${long},${long}`,
-    `/targets?identifiers=${'a,'.repeat(2000)}`,
-    `/findings?labels=${encodeURIComponent('ラベル,😀,\u0000')}`,
-    `/findings?identifier=%00&identifiermatch=true`,
-    `/findings?identifier=%FF%FE`,
-    '/findings?teams=,,,&identifiers=,&labels=,',
-    '/findings?status=OPEN&status=FIXED&page=1&page=2',
-    '/findings?page=&page=2',
-    '/findings?sortBy=score&sortBy=-score',
-    '/targets?identifier=' + encodeURIComponent("' OR 1=1 --"),
-    '/findings/%00',
-    '/findings/%ZZ',
-    `/findings/${F.toUpperCase()}`,
-    `/findings/${F}%00`,
-    '/issues/%E0%A4%A/targets',
-    `/issues/${ISSUE}/targets/${TARGET}/resources/%ZZ`,
-    `/issues/${ISSUE}/targets/${TARGET}/resources/${encodeURIComponent(long)}`,
-    `/targets/${TARGET}/issues/${ISSUE}/resources/%00`,
-    '/sources/%F0%9F%98%80/mttr',
-    '/stats/assets?identifiers=%00&labels=%00&teams=%00',
-  ].map((path) => ({ path, name: short(path) })))('GET $name answers without a server error', async ({ path }) => {
+  it.each(
+    [
+      '/findings?page=100000000000000000000000',
+      '/findings?page=9007199254740993&size=100',
+      '/findings?page=4294967297',
+      '/findings?page=90071992547408&size=100',
+      '/findings?size=18446744073709551617',
+      `/findings?minScore=${'9'.repeat(400)}`,
+      `/findings?maxScore=-${'9'.repeat(400)}`,
+      '/findings?minScore=-0',
+      '/findings?atDate=9999-12-31',
+      '/findings?atDate=0001-01-01',
+      '/findings?status=OPEN&minDate=0001-01-01&maxDate=9999-12-31',
+      '/findings?status=FIXED&minDate=0001-01-01&maxDate=9999-12-31',
+      '/findings?status=FIXED&minDate=9999-12-31',
+      '/stats/open?atDate=9999-12-31',
+      '/stats/fixed?minDate=0001-01-01&maxDate=9999-12-31',
+      '/stats/issues?minDate=9999-12-31',
+      '/stats/issues?page=100000000000000000000000',
+      '/stats/issues?page=4294967297&size=100',
+      '/stats/mttr?minDate=0001-01-01&maxDate=9999-12-31',
+      '/stats/exposure?atDate=9999-12-31',
+      '/stats/exposure/current?atDate=0001-01-01',
+      `/findings?identifier=${long}`,
+      `/findings?team=${long}&teams=${long},${long}`,
+      `/targets?identifiers=${'a,'.repeat(2000)}`,
+      `/findings?labels=${encodeURIComponent('ラベル,😀,\u0000')}`,
+      `/findings?identifier=%00&identifiermatch=true`,
+      `/findings?identifier=%FF%FE`,
+      '/findings?teams=,,,&identifiers=,&labels=,',
+      '/findings?status=OPEN&status=FIXED&page=1&page=2',
+      '/findings?page=&page=2',
+      '/findings?sortBy=score&sortBy=-score',
+      `/targets?identifier=${encodeURIComponent("' OR 1=1 --")}`,
+      '/findings/%00',
+      '/findings/%ZZ',
+      `/findings/${F.toUpperCase()}`,
+      `/findings/${F}%00`,
+      '/issues/%E0%A4%A/targets',
+      `/issues/${ISSUE}/targets/${TARGET}/resources/%ZZ`,
+      `/issues/${ISSUE}/targets/${TARGET}/resources/${encodeURIComponent(long)}`,
+      `/targets/${TARGET}/issues/${ISSUE}/resources/%00`,
+      '/sources/%F0%9F%98%80/mttr',
+      '/stats/assets?identifiers=%00&labels=%00&teams=%00',
+    ].map((path) => ({ path, name: short(path) })),
+  )('GET $name answers without a server error', async ({ path }) => {
     const res = await svc.db(path);
     const text = await res.text();
     expect(res.status, text).toBeLessThan(500);

@@ -35,7 +35,12 @@ describe('findings lists through the response cache', () => {
     expect(first).toMatchObject({ status: 200, cache: 'MISS' });
     expect(first.type).toBe('application/json; charset=utf-8');
     expect(first.body.pagination).toEqual({ limit: 20, offset: 0, total: 1, more: false });
-    expect(first.body.findings[0]).toMatchObject({ status: 'FIXED', total_exposure: 48, issue: { summary: V.summary }, target: { identifier: 'www.example.com', teams: [TEAM_A] } });
+    expect(first.body.findings[0]).toMatchObject({
+      status: 'FIXED',
+      total_exposure: 48,
+      issue: { summary: V.summary },
+      target: { identifier: 'www.example.com', teams: [TEAM_A] },
+    });
     const second = await get(`/findings?team=${TEAM_A}`);
     expect(second).toMatchObject({ status: 200, cache: 'HIT' });
     expect(second.text).toBe(first.text);
@@ -99,13 +104,22 @@ describe('findings lists through the response cache', () => {
     const after = await get(`/findings?team=${TEAM_B}`);
     expect(after).toMatchObject({ cache: 'MISS', body: { pagination: { total: 1 }, findings: [{ target: { teams: [TEAM_A, TEAM_B] } }] } });
     // The other team's cached page carried the old team list of the same target.
-    expect(await get(`/findings?team=${TEAM_A}`)).toMatchObject({ cache: 'MISS', body: { findings: [{ target: { teams: [TEAM_A, TEAM_B] } }] } });
+    expect(await get(`/findings?team=${TEAM_A}`)).toMatchObject({
+      cache: 'MISS',
+      body: { findings: [{ target: { teams: [TEAM_A, TEAM_B] } }] },
+    });
   });
 
   it('given a cached global list, when a new target appears through ingestion, then the total follows', async () => {
     const first = await get('/findings');
     expect((await get('/findings')).cache).toBe('HIT');
-    await json(svc.postJson('/checks', report({ check_id: 'new-1', target: 'new.example.com', end_time: '2024-01-05 12:00:00', vulnerabilities: [{ ...V, score: 9.8 }] })), 202);
+    await json(
+      svc.postJson(
+        '/checks',
+        report({ check_id: 'new-1', target: 'new.example.com', end_time: '2024-01-05 12:00:00', vulnerabilities: [{ ...V, score: 9.8 }] }),
+      ),
+      202,
+    );
     await svc.settle();
     const after = await get('/findings');
     expect(after.cache).toBe('MISS');

@@ -3,7 +3,26 @@ import { eventId } from '../src/domain/ids.js';
 import { findingEventListResponse, findingListResponse, findingResponse } from '../src/findings/schema.js';
 import { openStatsResponse } from '../src/stats/schema.js';
 import { byteOrder, epoch, failure, get, ingestInOrder } from './support/api.js';
-import { fid, findings, I1, I2, I3, I5, idsWhere, loadCatalog, NOW, sid, T1, T2, T3, T4, TEAM_A, TEAM_B, tid, iid } from './support/api-catalog.js';
+import {
+  fid,
+  findings,
+  I1,
+  I2,
+  I3,
+  I5,
+  idsWhere,
+  loadCatalog,
+  NOW,
+  sid,
+  T1,
+  T2,
+  T3,
+  T4,
+  TEAM_A,
+  TEAM_B,
+  tid,
+  iid,
+} from './support/api-catalog.js';
 import { report, type VulnSpec } from './support/reports.js';
 import { startTestService, type TestService } from './support/service.js';
 
@@ -139,7 +158,7 @@ describe('GET /findings: filters (SPEC §5.5)', () => {
     expect(await ids('status=FIXED')).toEqual([fid(T1, I1)]);
   });
 
-  it('team selects the findings of that team\'s targets', async () => {
+  it("team selects the findings of that team's targets", async () => {
     expect(await ids(`team=${TEAM_A}`)).toEqual(idsWhere((f) => f.target === T1 || f.target === T2));
   });
 
@@ -225,7 +244,13 @@ describe('GET /findings/{id}', () => {
   it('answers the finding evaluated at now', async () => {
     const { finding } = await get(svc, `/findings/${fid(T3, I2)}`, findingResponse);
     // 2024-02-15 12:00 → 2024-03-01 00:00: 14 days 12 hours.
-    expect(finding).toMatchObject({ id: fid(T3, I2), status: 'OPEN', total_exposure: 348, current_exposure: 348, target: { identifier: T3 } });
+    expect(finding).toMatchObject({
+      id: fid(T3, I2),
+      status: 'OPEN',
+      total_exposure: 348,
+      current_exposure: 348,
+      target: { identifier: T3 },
+    });
   });
 
   it('answers 404 Not Found for an unknown id and for an id that is not a UUID', async () => {
@@ -243,7 +268,12 @@ describe('GET /findings/{id}/events', () => {
     const { pagination, events } = await get(svc, `/findings/${T4_I3}/events`, findingEventListResponse);
     expect(pagination).toEqual({ limit: 20, offset: 0, total: 4, more: false });
     expect(events.map((e) => e.id)).toEqual([...byteOrder([ev('c7a'), ev('c7b')]), ev('c6'), ev('c5')]);
-    expect(events.map((e) => e.time)).toEqual(['2024-02-23T00:00:00Z', '2024-02-23T00:00:00Z', '2024-02-21T00:00:00Z', '2024-02-20T00:00:00Z']);
+    expect(events.map((e) => e.time)).toEqual([
+      '2024-02-23T00:00:00Z',
+      '2024-02-23T00:00:00Z',
+      '2024-02-21T00:00:00Z',
+      '2024-02-20T00:00:00Z',
+    ]);
   });
 
   it('renders each event with its finding, source, score, details and resources', async () => {
@@ -286,7 +316,8 @@ describe('current attributes (SPEC §3.5.6) whatever the arrival order', () => {
   let fresh: TestService;
   beforeAll(async () => {
     fresh = await startTestService({ now: () => epoch('2024-01-03T00:00:00Z') });
-    const scan = (target: string, check: string, at: string, v: object) => report({ check_id: check, target, end_time: at, vulnerabilities: [v as VulnSpec] });
+    const scan = (target: string, check: string, at: string, v: object) =>
+      report({ check_id: check, target, end_time: at, vulnerabilities: [v as VulnSpec] });
     await ingestInOrder(fresh, [
       scan('in-order.example.com', 'a0', '2024-01-01 00:00:00', older),
       scan('in-order.example.com', 'a1', '2024-01-02 00:00:00', newer),
@@ -298,13 +329,31 @@ describe('current attributes (SPEC §3.5.6) whatever the arrival order', () => {
 
   it('takes score, details, impact details, resources and source from the latest FOUND event', async () => {
     const { findings: page } = await get(fresh, '/findings', findingListResponse);
-    expect(page.map((f) => [f.target.identifier, f.score, f.details, f.impact_details, f.resources, f.source.instance, f.total_exposure]).sort()).toEqual([
-      ['in-order.example.com', 7.5, 'new details', 'new impact', [{ name: 'Ports', attributes: ['Port'], resources: [{ Port: '443' }] }], 'a1', 48],
-      ['reversed.example.com', 7.5, 'new details', 'new impact', [{ name: 'Ports', attributes: ['Port'], resources: [{ Port: '443' }] }], 'b1', 48],
+    expect(
+      page.map((f) => [f.target.identifier, f.score, f.details, f.impact_details, f.resources, f.source.instance, f.total_exposure]).sort(),
+    ).toEqual([
+      [
+        'in-order.example.com',
+        7.5,
+        'new details',
+        'new impact',
+        [{ name: 'Ports', attributes: ['Port'], resources: [{ Port: '443' }] }],
+        'a1',
+        48,
+      ],
+      [
+        'reversed.example.com',
+        7.5,
+        'new details',
+        'new impact',
+        [{ name: 'Ports', attributes: ['Port'], resources: [{ Port: '443' }] }],
+        'b1',
+        48,
+      ],
     ]);
   });
 
-  it('keeps each event\'s own score, details and resources', async () => {
+  it("keeps each event's own score, details and resources", async () => {
     const [f] = (await get(fresh, '/findings?identifiers=reversed.example.com', findingListResponse)).findings;
     const { events } = await get(fresh, `/findings/${f!.id}/events`, findingEventListResponse);
     expect(events.map((e) => [e.time, e.score, e.details, e.resources])).toEqual([
@@ -316,7 +365,13 @@ describe('current attributes (SPEC §3.5.6) whatever the arrival order', () => {
   it('filters and counts by the current score', async () => {
     expect((await get(fresh, '/findings?maxScore=3', findingListResponse)).findings).toEqual([]);
     expect((await get(fresh, '/findings?minScore=7.5&maxScore=7.5', findingListResponse)).pagination.total).toBe(2);
-    expect((await get(fresh, '/stats/open', openStatsResponse)).open_issues).toEqual({ critical: 0, high: 2, medium: 0, low: 0, informational: 0 });
+    expect((await get(fresh, '/stats/open', openStatsResponse)).open_issues).toEqual({
+      critical: 0,
+      high: 2,
+      medium: 0,
+      low: 0,
+      informational: 0,
+    });
     expect((await get(fresh, '/stats/open?atDate=2024-01-02', openStatsResponse)).open_issues.high).toBe(2);
   });
 
@@ -328,7 +383,12 @@ describe('current attributes (SPEC §3.5.6) whatever the arrival order', () => {
     // Another page size: the first page is in the response cache, which a DELETE does not reach.
     const [bare] = (await get(fresh, '/findings?identifiers=reversed.example.com&size=10', findingListResponse)).findings;
     expect(bare).toMatchObject({ id: f!.id, score: 7.5, status: 'OPEN', details: '', impact_details: '', resources: [] });
-    expect(bare!.source).toMatchObject({ id: '00000000-0000-0000-0000-000000000000', name: 'vulcan', instance: '', time: '1970-01-01T00:00:00Z' });
+    expect(bare!.source).toMatchObject({
+      id: '00000000-0000-0000-0000-000000000000',
+      name: 'vulcan',
+      instance: '',
+      time: '1970-01-01T00:00:00Z',
+    });
     expect((await get(fresh, `/findings/${f!.id}`, findingResponse)).finding).toEqual(bare);
   });
 });

@@ -18,18 +18,48 @@ const vuln = (v: VulnSpec) => v;
 // Issue details come from the earliest detection, labels from the latest with labels (SPEC §2.2).
 const Q = (extra: Partial<VulnSpec>) => vuln({ summary: 'Header Missing', description: 'X-Frame-Options is not set.', score: 4, ...extra });
 const qReports = [
-  report({ check_id: 'q3', target: 'q.example.com', end_time: '2024-01-03 00:00:00', vulnerabilities: [Q({ cwe_id: 3, recommendations: ['third'], references: ['https://3'], labels: ['c'] })] }),
-  report({ check_id: 'q4', target: 'q.example.com', end_time: '2024-01-04 00:00:00', vulnerabilities: [Q({ cwe_id: 4, recommendations: ['fourth'] })] }),
-  report({ check_id: 'q1', target: 'q.example.com', end_time: '2024-01-01 00:00:00', vulnerabilities: [Q({ cwe_id: 1, recommendations: ['first'], references: ['https://1'], labels: [] })] }),
-  report({ check_id: 'q2', target: 'q.example.com', end_time: '2024-01-02 00:00:00', vulnerabilities: [Q({ cwe_id: 2, labels: ['b', 'a', 'b', ''] })] }),
+  report({
+    check_id: 'q3',
+    target: 'q.example.com',
+    end_time: '2024-01-03 00:00:00',
+    vulnerabilities: [Q({ cwe_id: 3, recommendations: ['third'], references: ['https://3'], labels: ['c'] })],
+  }),
+  report({
+    check_id: 'q4',
+    target: 'q.example.com',
+    end_time: '2024-01-04 00:00:00',
+    vulnerabilities: [Q({ cwe_id: 4, recommendations: ['fourth'] })],
+  }),
+  report({
+    check_id: 'q1',
+    target: 'q.example.com',
+    end_time: '2024-01-01 00:00:00',
+    vulnerabilities: [Q({ cwe_id: 1, recommendations: ['first'], references: ['https://1'], labels: [] })],
+  }),
+  report({
+    check_id: 'q2',
+    target: 'q.example.com',
+    end_time: '2024-01-02 00:00:00',
+    vulnerabilities: [Q({ cwe_id: 2, labels: ['b', 'a', 'b', ''] })],
+  }),
 ];
 const QID = issueId('Header Missing', 'X-Frame-Options is not set.');
 
 // Equal source times: details from the smallest check_id, labels from the greatest.
 const TIE = (extra: Partial<VulnSpec>) => vuln({ summary: 'Tie', description: 'Equal times.', score: 1, ...extra });
 const tieReports = [
-  report({ check_id: 'k-b', target: 'kb.example.com', end_time: '2024-01-05 00:00:00', vulnerabilities: [TIE({ cwe_id: 22, labels: ['from-b'] })] }),
-  report({ check_id: 'k-a', target: 'ka.example.com', end_time: '2024-01-05 00:00:00', vulnerabilities: [TIE({ cwe_id: 11, labels: ['from-a'] })] }),
+  report({
+    check_id: 'k-b',
+    target: 'kb.example.com',
+    end_time: '2024-01-05 00:00:00',
+    vulnerabilities: [TIE({ cwe_id: 22, labels: ['from-b'] })],
+  }),
+  report({
+    check_id: 'k-a',
+    target: 'ka.example.com',
+    end_time: '2024-01-05 00:00:00',
+    vulnerabilities: [TIE({ cwe_id: 11, labels: ['from-a'] })],
+  }),
 ];
 // One report, two entries of an issue: details from the first position, labels from the last.
 const POS = (extra: Partial<VulnSpec>) => vuln({ summary: 'Positions', description: 'Two entries.', score: 1, ...extra });
@@ -65,7 +95,13 @@ const resourceReports = [
     ],
   }),
   report({ check_id: 'r2a', target: 'r2.example.com', end_time: '2024-01-01 00:00:00', vulnerabilities: [R('/login'), R('/admin')] }),
-  report({ check_id: 'r2b', target: 'r2.example.com', options: '{"deep":true}', end_time: '2024-01-02 00:00:00', vulnerabilities: [R('/login')] }),
+  report({
+    check_id: 'r2b',
+    target: 'r2.example.com',
+    options: '{"deep":true}',
+    end_time: '2024-01-02 00:00:00',
+    vulnerabilities: [R('/login')],
+  }),
 ];
 const rFinding = (target: string, resource: string) => findingId(targetId(target), RID, resource);
 
@@ -94,7 +130,10 @@ describe('GET /issues', () => {
     const second = await get(svc, '/issues?size=4&page=2', issueListResponse);
     expect(second.pagination).toEqual({ limit: 4, offset: 4, total: 9, more: true });
     expect(second.issues.map((i) => i.id)).toEqual(ALL_ISSUES().slice(4, 8));
-    expect(await get(svc, '/issues?size=9&page=2', issueListResponse)).toEqual({ pagination: { limit: 9, offset: 9, total: 9, more: false }, issues: [] });
+    expect(await get(svc, '/issues?size=9&page=2', issueListResponse)).toEqual({
+      pagination: { limit: 9, offset: 9, total: 9, more: false },
+      issues: [],
+    });
     expect(await failure(svc, '/issues?size=4&page=4')).toEqual({ status: 404, body: { message: 'Page Not Found' } });
   });
 });
@@ -115,7 +154,9 @@ describe('GET /issues/{id}', () => {
   });
 
   it('takes details from the earliest detection and labels from the latest with labels, whatever the arrival order', async () => {
-    const [stored] = await svc.store.query<{ parts: number }>('SELECT count() AS parts FROM system.parts WHERE active AND database = currentDatabase() AND table = \'issues\'');
+    const [stored] = await svc.store.query<{ parts: number }>(
+      "SELECT count() AS parts FROM system.parts WHERE active AND database = currentDatabase() AND table = 'issues'",
+    );
     expect(stored?.parts).toBeGreaterThanOrEqual(qReports.length); // the claims were not merged before this read
     const { issue } = await get(svc, `/issues/${QID}`, issueResponse);
     expect(issue).toMatchObject({ cwe_id: 1, recommendations: ['first'], reference_links: ['https://1'], labels: ['c'] });
@@ -141,22 +182,34 @@ describe('GET /issues/{id}', () => {
 });
 
 describe('GET /issues/{id}/findings', () => {
-  it('lists the issue\'s findings, whatever their status, in ascending id order', async () => {
+  it("lists the issue's findings, whatever their status, in ascending id order", async () => {
     const { pagination, findings } = await get(svc, `/issues/${iid(I1)}/findings`, findingListResponse);
     expect(pagination.total).toBe(2);
     expect(findings.map((f) => f.id)).toEqual(byteOrder([fid(T1, I1), fid(T2, I1)]));
   });
 
   it('applies the common filters', async () => {
-    expect((await get(svc, `/issues/${iid(I1)}/findings?status=OPEN`, findingListResponse)).findings.map((f) => f.id)).toEqual([fid(T2, I1)]);
-    expect((await get(svc, `/issues/${iid(I2)}/findings?team=${TEAM_B}`, findingListResponse)).findings.map((f) => f.id)).toEqual([fid(T3, I2)]);
-    expect((await get(svc, `/issues/${iid(I1)}/findings?status=FIXED&minDate=2024-02-10`, findingListResponse)).findings.map((f) => f.id)).toEqual([fid(T1, I1)]);
+    expect((await get(svc, `/issues/${iid(I1)}/findings?status=OPEN`, findingListResponse)).findings.map((f) => f.id)).toEqual([
+      fid(T2, I1),
+    ]);
+    expect((await get(svc, `/issues/${iid(I2)}/findings?team=${TEAM_B}`, findingListResponse)).findings.map((f) => f.id)).toEqual([
+      fid(T3, I2),
+    ]);
+    expect(
+      (await get(svc, `/issues/${iid(I1)}/findings?status=FIXED&minDate=2024-02-10`, findingListResponse)).findings.map((f) => f.id),
+    ).toEqual([fid(T1, I1)]);
   });
 
   it('pages and sorts like /findings', async () => {
     const { pagination, findings } = await get(svc, `/issues/${RID}/findings?sortBy=-score&size=2&page=2`, findingListResponse);
     expect(pagination).toEqual({ limit: 2, offset: 2, total: 5, more: true });
-    const all = byteOrder([rFinding('r1.example.com', '/login'), rFinding('r1.example.com', '/admin'), rFinding('r1.example.com', URLISH), rFinding('r2.example.com', '/login'), rFinding('r2.example.com', '/admin')]);
+    const all = byteOrder([
+      rFinding('r1.example.com', '/login'),
+      rFinding('r1.example.com', '/admin'),
+      rFinding('r1.example.com', URLISH),
+      rFinding('r2.example.com', '/login'),
+      rFinding('r2.example.com', '/admin'),
+    ]);
     expect(findings.map((f) => f.id)).toEqual(all.slice(2, 4)); // equal scores: ascending id
     expect(await failure(svc, `/issues/${RID}/findings?size=2&page=4`)).toEqual({ status: 404, body: { message: 'Page Not Found' } });
   });
@@ -195,7 +248,7 @@ describe('GET /issues/{id}/targets', () => {
 });
 
 describe('GET /issues/{id}/targets/{target_id}', () => {
-  it('answers the issue\'s finding on the target', async () => {
+  it("answers the issue's finding on the target", async () => {
     const { finding } = await get(svc, `/issues/${iid(I5)}/targets/${tid(T3)}`, findingResponse);
     expect(finding).toMatchObject({ id: fid(T3, I5), score: 7.5, status: 'OPEN', total_exposure: 348 });
   });
@@ -228,7 +281,11 @@ describe('GET /issues/{id}/targets/{target_id}/resources/{resource}', () => {
   });
 
   it('URL-decodes the resource and shows affected_resource_string, details and resources of the finding', async () => {
-    const { finding } = await get(svc, `/issues/${RID}/targets/${tid('r1.example.com')}/resources/${encodeURIComponent(URLISH)}`, findingResponse);
+    const { finding } = await get(
+      svc,
+      `/issues/${RID}/targets/${tid('r1.example.com')}/resources/${encodeURIComponent(URLISH)}`,
+      findingResponse,
+    );
     expect(finding).toMatchObject({
       id: rFinding('r1.example.com', URLISH),
       affected_resource: 'Login page',
@@ -244,12 +301,15 @@ describe('GET /issues/{id}/targets/{target_id}/resources/{resource}', () => {
   });
 
   it('answers 404 Not Found for another resource', async () => {
-    expect(await failure(svc, `/issues/${RID}/targets/${tid('r1.example.com')}/resources/admin`)).toEqual({ status: 404, body: { message: 'Not Found' } });
+    expect(await failure(svc, `/issues/${RID}/targets/${tid('r1.example.com')}/resources/admin`)).toEqual({
+      status: 404,
+      body: { message: 'Not Found' },
+    });
   });
 });
 
 describe('GET /issues/{id}/mttr', () => {
-  it('answers the mean TTR in days of the issue\'s closed periods', async () => {
+  it("answers the mean TTR in days of the issue's closed periods", async () => {
     // T1/I1 was OPEN from 2024-02-01 10:00 to 2024-02-10 10:00: 216 hours = 9 days; T2/I1 is still OPEN.
     expect(await get(svc, `/issues/${iid(I1)}/mttr`, entityMttrResponse)).toEqual({ mttr: 9 });
   });

@@ -38,7 +38,14 @@ const W2 = '{"deep":true}';
 let n = 0;
 /** One scan of family vulcan/vulcan-mttr/options on `target` at `at`. */
 const scan = (target: string, at: string, vulns: VulnSpec[], options = '{}') =>
-  report({ check_id: `m-${++n}`, checktype_name: 'vulcan-mttr', options, target: `${target}.example.com`, end_time: at, vulnerabilities: vulns });
+  report({
+    check_id: `m-${++n}`,
+    checktype_name: 'vulcan-mttr',
+    options,
+    target: `${target}.example.com`,
+    end_time: at,
+    vulnerabilities: vulns,
+  });
 const history = [
   scan('m1', '2024-01-01 00:00:00', [H]),
   scan('m1', '2024-01-03 00:00:00', []),
@@ -74,7 +81,13 @@ let svc: TestService;
 beforeAll(async () => {
   svc = await startTestService({ now: () => epoch(NOW) });
   await ingest(svc, history);
-  for (const [t, team] of [['m1', X], ['m2', X], ['m3', X], ['m4', Y], ['m5', Z]] as const) {
+  for (const [t, team] of [
+    ['m1', X],
+    ['m2', X],
+    ['m3', X],
+    ['m4', Y],
+    ['m5', Z],
+  ] as const) {
     await json(svc.postJson('/targets', { identifier: `${t}.example.com`, teams: [team] }), 201);
   }
 });
@@ -111,16 +124,16 @@ describe('per-entity MTTR in days (SPEC §6.8)', () => {
     expect(await failure(svc, '/findings/nope/mttr')).toEqual(notFound);
   });
 
-  it('averages every closed period of an issue\'s findings on every target: 48, 48 and 24 hours give 1.67', async () => {
+  it("averages every closed period of an issue's findings on every target: 48, 48 and 24 hours give 1.67", async () => {
     expect(await days(`/issues/${iid(H)}/mttr`)).toBe(1.67);
   });
 
-  it('averages every closed period of a target\'s findings', async () => {
+  it("averages every closed period of a target's findings", async () => {
     expect(await days(`/targets/${tid('m4')}/mttr`)).toBe(1.5);
     expect(await failure(svc, `/targets/${tid('m8')}/mttr`)).toEqual(notFound);
   });
 
-  it('averages every closed period found by the source\'s family on every target: 190 h / 10 = 0.79', async () => {
+  it("averages every closed period found by the source's family on every target: 190 h / 10 = 0.79", async () => {
     // 48 + 24 + 12 + 48 + 24 + 10 + 10 + 11 + 3 + 0; m8's source (an open finding) gives the same family.
     expect(await days(`/sources/${sid('m-1')}/mttr`)).toBe(0.79);
     expect(await days(`/sources/${sid('m-21')}/mttr`)).toBe(0.79);

@@ -13,8 +13,17 @@ import { startTestService, type TestService } from './support/service.js';
  */
 
 const OPTS = 'opts.example.com';
-const noOptions = { ...report({ check_id: 's-none', checktype_name: 'vulcan-exposed', target: OPTS, end_time: '', start_time: '2024-02-25 08:00:00' }), options: undefined };
-const offset = report({ check_id: 's-tz', checktype_name: 'vulcan-exposed', target: OPTS, options: '{"a":1}', end_time: '2024-02-26T10:00:00.750+02:00' });
+const noOptions = {
+  ...report({ check_id: 's-none', checktype_name: 'vulcan-exposed', target: OPTS, end_time: '', start_time: '2024-02-25 08:00:00' }),
+  options: undefined,
+};
+const offset = report({
+  check_id: 's-tz',
+  checktype_name: 'vulcan-exposed',
+  target: OPTS,
+  options: '{"a":1}',
+  end_time: '2024-02-26T10:00:00.750+02:00',
+});
 const NONE_ID = sourceId('vulcan', 'vulcan-exposed', 's-none', '');
 const TZ_ID = sourceId('vulcan', 'vulcan-exposed', 's-tz', '{"a":1}');
 
@@ -27,7 +36,17 @@ beforeAll(async () => {
 afterAll(() => svc.close());
 
 // By time, then id: c1 02-01, c3 02-05, c2 02-10, c4 02-15, c5 02-20, c6 02-21, c7a/c7b 02-23, s-none 02-25, s-tz 02-26.
-const ORDER = () => [sid('c1'), sid('c3'), sid('c2'), sid('c4'), sid('c5'), sid('c6'), ...byteOrder([sid('c7a'), sid('c7b')]), NONE_ID, TZ_ID];
+const ORDER = () => [
+  sid('c1'),
+  sid('c3'),
+  sid('c2'),
+  sid('c4'),
+  sid('c5'),
+  sid('c6'),
+  ...byteOrder([sid('c7a'), sid('c7b')]),
+  NONE_ID,
+  TZ_ID,
+];
 
 describe('GET /sources', () => {
   it('lists every source by ascending time, then ascending id', async () => {
@@ -40,7 +59,10 @@ describe('GET /sources', () => {
     const page = await get(svc, '/sources?size=4&page=2', sourceListResponse);
     expect(page.pagination).toEqual({ limit: 4, offset: 4, total: 10, more: true });
     expect(page.sources.map((s) => s.id)).toEqual(ORDER().slice(4, 8));
-    expect(await get(svc, '/sources?size=5&page=3', sourceListResponse)).toEqual({ pagination: { limit: 5, offset: 10, total: 10, more: false }, sources: [] });
+    expect(await get(svc, '/sources?size=5&page=3', sourceListResponse)).toEqual({
+      pagination: { limit: 5, offset: 10, total: 10, more: false },
+      sources: [],
+    });
     expect(await failure(svc, '/sources?size=3&page=5')).toEqual({ status: 404, body: { message: 'Page Not Found' } });
   });
 });
@@ -48,7 +70,15 @@ describe('GET /sources', () => {
 describe('GET /sources/{id}', () => {
   it('answers the source with every field', async () => {
     expect(await get(svc, `/sources/${sid('c4')}`, sourceResponse)).toEqual({
-      source: { id: sid('c4'), name: 'vulcan', component: 'vulcan-web', instance: 'c4', options: '{}', time: '2024-02-15T12:00:00Z', target_id: tid(T3) },
+      source: {
+        id: sid('c4'),
+        name: 'vulcan',
+        component: 'vulcan-web',
+        instance: 'c4',
+        options: '{}',
+        time: '2024-02-15T12:00:00Z',
+        target_id: tid(T3),
+      },
     });
   });
 
@@ -82,7 +112,9 @@ describe('GET /sources/{id}/findings', () => {
   });
 
   it('applies the common filters and paging', async () => {
-    expect((await get(svc, `/sources/${sid('c1')}/findings?status=OPEN`, findingListResponse)).findings.map((f) => f.id)).toEqual([fid(T1, I2)]);
+    expect((await get(svc, `/sources/${sid('c1')}/findings?status=OPEN`, findingListResponse)).findings.map((f) => f.id)).toEqual([
+      fid(T1, I2),
+    ]);
     expect((await get(svc, `/sources/${sid('c3')}/findings?minScore=3`, findingListResponse)).findings.map((f) => f.id)).toEqual(
       idsWhere((f) => f.target === T2 && f.score >= 3),
     );
@@ -111,4 +143,3 @@ describe('GET /sources/{id}/mttr', () => {
     }
   });
 });
-

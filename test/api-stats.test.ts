@@ -57,7 +57,7 @@ describe('/stats/open and /stats/fixed (SPEC §7.1, §7.2)', () => {
     expect(await fixed()).toEqual(sev({ critical: 1 }));
   });
 
-  it('count the findings of a team\'s targets', async () => {
+  it("count the findings of a team's targets", async () => {
     expect(await open(`team=${TEAM_A}`)).toEqual(sev({ critical: 1, medium: 1, low: 1, informational: 1 }));
     expect(await fixed(`team=${TEAM_A}`)).toEqual(sev({ critical: 1 }));
   });
@@ -132,10 +132,18 @@ describe('/stats/issues (SPEC §7.3)', () => {
   it('pages issues', async () => {
     const full = await get(svc, '/stats/issues?size=2&page=2', issueStatsResponse);
     expect(full.pagination).toEqual({ limit: 2, offset: 2, total: 5, more: true });
-    expect(full.issues.map((i) => i.id)).toEqual(all().slice(2, 4).map((i) => i.id));
+    expect(full.issues.map((i) => i.id)).toEqual(
+      all()
+        .slice(2, 4)
+        .map((i) => i.id),
+    );
     const { pagination, issues } = await get(svc, '/stats/issues?size=2&page=3', issueStatsResponse);
     expect(pagination).toEqual({ limit: 2, offset: 4, total: 5, more: false });
-    expect(issues.map((i) => i.id)).toEqual(all().slice(4).map((i) => i.id));
+    expect(issues.map((i) => i.id)).toEqual(
+      all()
+        .slice(4)
+        .map((i) => i.id),
+    );
     expect(await failure(svc, '/stats/issues?size=2&page=4')).toEqual({ status: 404, body: { message: 'Page Not Found' } });
   });
 
@@ -162,7 +170,13 @@ describe('/stats/issues (SPEC §7.3)', () => {
 
 describe('/stats/size (SPEC §7.9)', () => {
   it('counts stored sources, targets (those of POST /targets included), issues, findings and events', async () => {
-    expect((await get(svc, '/stats/size', sizeStatsResponse)).size).toEqual({ sources: 8, targets: 5, issues: 5, findings: 8, finding_events: 12 });
+    expect((await get(svc, '/stats/size', sizeStatsResponse)).size).toEqual({
+      sources: 8,
+      targets: 5,
+      issues: 5,
+      findings: 8,
+      finding_events: 12,
+    });
   });
 });
 
@@ -197,38 +211,94 @@ describe('/stats/exposure and /stats/exposure/current (SPEC §7.5, §7.6, §7.8)
 
   it('gives percentiles and mean of the total exposure of every finding existing now', async () => {
     // [216, 240, 348, 348, 600, 600, 600, 686]
-    expect(await exposure()).toEqual({ percentile_10: 232.8, percentile_25: 321, percentile_50: 474, percentile_75: 600, percentile_90: 625.8, mean: 454.75 });
+    expect(await exposure()).toEqual({
+      percentile_10: 232.8,
+      percentile_25: 321,
+      percentile_50: 474,
+      percentile_75: 600,
+      percentile_90: 625.8,
+      mean: 454.75,
+    });
   });
 
   it('evaluates the total exposure at the start of atDate', async () => {
     // Existing at 02-06 00:00: T1/I1 and T1/I2 110 h, T2's three findings 24 h.
-    expect(await exposure('atDate=2024-02-06')).toEqual({ percentile_10: 24, percentile_25: 24, percentile_50: 24, percentile_75: 110, percentile_90: 110, mean: 58.4 });
+    expect(await exposure('atDate=2024-02-06')).toEqual({
+      percentile_10: 24,
+      percentile_25: 24,
+      percentile_50: 24,
+      percentile_75: 110,
+      percentile_90: 110,
+      mean: 58.4,
+    });
   });
 
   it('counts each finding of a target in two listed teams once', async () => {
     // [216, 348, 348, 600, 600, 600, 686]: T1, T2 and T3's findings, T2's once.
-    expect(await exposure(`teams=${TEAM_A},${TEAM_B}`)).toEqual({ percentile_10: 295.2, percentile_25: 348, percentile_50: 600, percentile_75: 600, percentile_90: 634.4, mean: 485.43 });
+    expect(await exposure(`teams=${TEAM_A},${TEAM_B}`)).toEqual({
+      percentile_10: 295.2,
+      percentile_25: 348,
+      percentile_50: 600,
+      percentile_75: 600,
+      percentile_90: 634.4,
+      mean: 485.43,
+    });
     expect((await current(`teams=${TEAM_A},${TEAM_B}`)).mean).toBe(530.33); // (686 + 3 × 600 + 2 × 348) / 6 = 530.33…
   });
 
   it('scopes the total exposure by team and score', async () => {
-    expect(await exposure(`team=${TEAM_B}`)).toEqual({ percentile_10: 348, percentile_25: 348, percentile_50: 600, percentile_75: 600, percentile_90: 600, mean: 499.2 });
-    expect(await exposure('minScore=9')).toEqual({ percentile_10: 254.4, percentile_25: 312, percentile_50: 408, percentile_75: 504, percentile_90: 561.6, mean: 408 });
+    expect(await exposure(`team=${TEAM_B}`)).toEqual({
+      percentile_10: 348,
+      percentile_25: 348,
+      percentile_50: 600,
+      percentile_75: 600,
+      percentile_90: 600,
+      mean: 499.2,
+    });
+    expect(await exposure('minScore=9')).toEqual({
+      percentile_10: 254.4,
+      percentile_25: 312,
+      percentile_50: 408,
+      percentile_75: 504,
+      percentile_90: 561.6,
+      mean: 408,
+    });
   });
 
   it('gives the current exposure of OPEN findings only, rounded to 2 decimals', async () => {
     // [240, 348, 348, 600, 600, 600, 686]; mean 3422 / 7 = 488.857…
-    expect(await current()).toEqual({ percentile_10: 304.8, percentile_25: 348, percentile_50: 600, percentile_75: 600, percentile_90: 634.4, mean: 488.86 });
+    expect(await current()).toEqual({
+      percentile_10: 304.8,
+      percentile_25: 348,
+      percentile_50: 600,
+      percentile_75: 600,
+      percentile_90: 634.4,
+      mean: 488.86,
+    });
   });
 
   it('scopes the current exposure by labels', async () => {
     // [348, 600, 686]; mean 1634 / 3 = 544.666…
-    expect(await current('labels=web')).toEqual({ percentile_10: 398.4, percentile_25: 474, percentile_50: 600, percentile_75: 643, percentile_90: 668.8, mean: 544.67 });
+    expect(await current('labels=web')).toEqual({
+      percentile_10: 398.4,
+      percentile_25: 474,
+      percentile_50: 600,
+      percentile_75: 643,
+      percentile_90: 668.8,
+      mean: 544.67,
+    });
   });
 
   it('evaluates the current exposure at the start of atDate', async () => {
     // OPEN at 02-11 00:00: T1/I2 for 230 h, T2's three findings for 144 h.
-    expect(await current('atDate=2024-02-11')).toEqual({ percentile_10: 144, percentile_25: 144, percentile_50: 144, percentile_75: 165.5, percentile_90: 204.2, mean: 165.5 });
+    expect(await current('atDate=2024-02-11')).toEqual({
+      percentile_10: 144,
+      percentile_25: 144,
+      percentile_50: 144,
+      percentile_75: 165.5,
+      percentile_90: 204.2,
+      mean: 165.5,
+    });
   });
 
   it('answers zeros without values', async () => {
@@ -246,10 +316,14 @@ describe('percentiles of SPEC §7.8 and rounding of SPEC §0.2', () => {
     // Four findings OPEN for exactly 18818, 18818, 18818 and 19323 hours.
     const hours = [18818, 18818, 18818, 19323];
     const vuln: VulnSpec = { summary: 'Long Exposure', score: 5 };
-    const reports = hours.map((h, i) => report({ check_id: `p${i}`, target: `p${i}.example.com`, end_time: hoursBefore(NOW, h), vulnerabilities: [vuln] }));
+    const reports = hours.map((h, i) =>
+      report({ check_id: `p${i}`, target: `p${i}.example.com`, end_time: hoursBefore(NOW, h), vulnerabilities: [vuln] }),
+    );
     // Eight findings on one target: one OPEN for 1 hour, seven for 30 minutes (0 whole hours).
     const eight: VulnSpec[] = Array.from({ length: 8 }, (_, i) => ({ summary: `Round ${i}`, score: 1 }));
-    reports.push(report({ check_id: 'r-a', target: 'round.example.com', end_time: hoursBefore(NOW, 1), vulnerabilities: eight.slice(0, 1) }));
+    reports.push(
+      report({ check_id: 'r-a', target: 'round.example.com', end_time: hoursBefore(NOW, 1), vulnerabilities: eight.slice(0, 1) }),
+    );
     reports.push(report({ check_id: 'r-b', target: 'round.example.com', end_time: hoursBefore(NOW, 0.5), vulnerabilities: eight }));
     await ingest(fresh, reports);
     for (let i = 0; i < hours.length; i++) await json(fresh.postJson('/targets', { identifier: `p${i}.example.com`, teams: [P] }), 201);
@@ -258,7 +332,14 @@ describe('percentiles of SPEC §7.8 and rounding of SPEC §0.2', () => {
   afterAll(() => fresh.close());
 
   it('interpolates linearly: 18818, 18818, 18818, 19323 give p50 18818, p75 18944.25, p90 19171.5, mean 18944.25', async () => {
-    const expected = { percentile_10: 18818, percentile_25: 18818, percentile_50: 18818, percentile_75: 18944.25, percentile_90: 19171.5, mean: 18944.25 };
+    const expected = {
+      percentile_10: 18818,
+      percentile_25: 18818,
+      percentile_50: 18818,
+      percentile_75: 18944.25,
+      percentile_90: 19171.5,
+      mean: 18944.25,
+    };
     expect((await get(fresh, `/stats/exposure?team=${P}`, exposureStatsResponse)).exposure).toEqual(expected);
     expect((await get(fresh, `/stats/exposure/current?team=${P}`, currentExposureStatsResponse)).current_exposure).toEqual(expected);
   });
@@ -274,7 +355,7 @@ describe('percentiles of SPEC §7.8 and rounding of SPEC §0.2', () => {
     });
   });
 
-  it('lists the rounding target\'s issues in byte order', async () => {
+  it("lists the rounding target's issues in byte order", async () => {
     const { issues } = await get(fresh, '/stats/issues?size=100', issueStatsResponse);
     const ids = issues.map((i) => i.id);
     expect(ids).toEqual(byteOrder(ids));

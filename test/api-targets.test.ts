@@ -24,7 +24,8 @@ beforeAll(async () => {
 });
 afterAll(() => svc.close());
 
-const targetIds = async (query = '') => (await get(svc, `/targets${query ? `?${query}` : ''}`, targetListResponse)).targets.map((t) => t.id);
+const targetIds = async (query = '') =>
+  (await get(svc, `/targets${query ? `?${query}` : ''}`, targetListResponse)).targets.map((t) => t.id);
 const ids = (...identifiers: string[]) => byteOrder(identifiers.map(tid));
 
 describe('GET /targets', () => {
@@ -72,7 +73,9 @@ describe('GET /targets', () => {
 
 describe('GET /targets/{id}', () => {
   it('answers the target with its teams in association order', async () => {
-    expect(await get(svc, `/targets/${tid(T2)}`, targetResponse)).toEqual({ target: { id: tid(T2), identifier: T2, teams: [TEAM_A, TEAM_B] } });
+    expect(await get(svc, `/targets/${tid(T2)}`, targetResponse)).toEqual({
+      target: { id: tid(T2), identifier: T2, teams: [TEAM_A, TEAM_B] },
+    });
   });
 
   it('answers 404 Not Found for an unknown id and for an identifier used as id', async () => {
@@ -83,7 +86,7 @@ describe('GET /targets/{id}', () => {
 });
 
 describe('GET /targets/{id}/findings', () => {
-  it('lists the target\'s findings in ascending id order', async () => {
+  it("lists the target's findings in ascending id order", async () => {
     const { pagination, findings } = await get(svc, `/targets/${tid(T2)}/findings`, findingListResponse);
     expect(pagination).toEqual({ limit: 20, offset: 0, total: 3, more: false });
     expect(findings.map((f) => f.id)).toEqual(idsWhere((f) => f.target === T2));
@@ -95,12 +98,21 @@ describe('GET /targets/{id}/findings', () => {
     expect((await get(svc, `/targets/${tid(T2)}/findings?labels=web,network`, findingListResponse)).findings.map((f) => f.id)).toEqual(
       idsWhere((f) => f.target === T2 && (f.issue === I1 || f.issue === I3)),
     );
-    expect((await get(svc, `/targets/${tid(T2)}/findings?sortBy=score`, findingListResponse)).findings.map((f) => f.score)).toEqual([0, 3.2, 9.5]);
-    expect((await get(svc, `/targets/${tid(T1)}/findings?status=FIXED`, findingListResponse)).findings.map((f) => f.id)).toEqual([fid(T1, I1)]);
+    expect((await get(svc, `/targets/${tid(T2)}/findings?sortBy=score`, findingListResponse)).findings.map((f) => f.score)).toEqual([
+      0, 3.2, 9.5,
+    ]);
+    expect((await get(svc, `/targets/${tid(T1)}/findings?status=FIXED`, findingListResponse)).findings.map((f) => f.id)).toEqual([
+      fid(T1, I1),
+    ]);
   });
 
-  it('pages the target\'s findings', async () => {
-    expect((await get(svc, `/targets/${tid(T2)}/findings?size=2&page=2`, findingListResponse)).pagination).toEqual({ limit: 2, offset: 2, total: 3, more: false });
+  it("pages the target's findings", async () => {
+    expect((await get(svc, `/targets/${tid(T2)}/findings?size=2&page=2`, findingListResponse)).pagination).toEqual({
+      limit: 2,
+      offset: 2,
+      total: 3,
+      more: false,
+    });
     expect(await failure(svc, `/targets/${tid(T2)}/findings?size=1&page=5`)).toEqual({ status: 404, body: { message: 'Page Not Found' } });
   });
 
@@ -141,7 +153,7 @@ describe('GET /targets/{id}/issues', () => {
 });
 
 describe('GET /targets/{id}/issues/{issue_id} and its resources form', () => {
-  it('answers the issue\'s finding on the target', async () => {
+  it("answers the issue's finding on the target", async () => {
     const { finding } = await get(svc, `/targets/${tid(T2)}/issues/${iid(I3)}`, findingResponse);
     expect(finding).toMatchObject({ id: fid(T2, I3), score: 0, status: 'OPEN', issue: { id: iid(I3) }, target: { id: tid(T2) } });
   });
@@ -163,7 +175,7 @@ describe('GET /targets/{id}/issues/{issue_id} and its resources form', () => {
 });
 
 describe('GET /targets/{id}/mttr', () => {
-  it('answers the mean TTR in days of the target\'s closed periods', async () => {
+  it("answers the mean TTR in days of the target's closed periods", async () => {
     expect(await get(svc, `/targets/${tid(T1)}/mttr`, entityMttrResponse)).toEqual({ mttr: 9 }); // 216 hours
   });
 
@@ -187,7 +199,7 @@ describe('team re-association with POST /targets (SPEC §6.6)', () => {
   });
   afterAll(() => fresh.close());
 
-  it('a newly associated team sees the target\'s findings, statistics and assets at once, also for past dates', async () => {
+  it("a newly associated team sees the target's findings, statistics and assets at once, also for past dates", async () => {
     expect((await get(fresh, `/findings?team=${TEAM_C}`, findingListResponse)).pagination.total).toBe(1);
     expect((await get(fresh, `/stats/open?team=${TEAM_C}`, openStatsResponse)).open_issues.medium).toBe(1);
 

@@ -34,8 +34,7 @@ beforeAll(async () => {
 });
 afterAll(() => svc.close());
 
-const findingIdsOf = async (query: string) =>
-  (await get(svc, `/findings?${query}`, findingListResponse)).findings.map((f) => f.id);
+const findingIdsOf = async (query: string) => (await get(svc, `/findings?${query}`, findingListResponse)).findings.map((f) => f.id);
 
 describe('SPEC §3.8: the finding at now', () => {
   it('is OPEN with total_exposure 72 and current_exposure 24', async () => {
@@ -94,16 +93,42 @@ describe('SPEC §3.8: the finding at now', () => {
   });
 
   it('is counted as one OPEN medium finding with a 48 hour MTTR in the statistics', async () => {
-    expect((await get(svc, '/stats/open', openStatsResponse)).open_issues).toEqual({ critical: 0, high: 0, medium: 1, low: 0, informational: 0 });
-    expect((await get(svc, '/stats/fixed', fixedStatsResponse)).fixed_issues).toEqual({ critical: 0, high: 0, medium: 0, low: 0, informational: 0 });
-    expect((await get(svc, '/stats/mttr', mttrStatsResponse)).mttr).toEqual({ total: 48, critical: 0, high: 0, medium: 48, low: 0, informational: 0 });
+    expect((await get(svc, '/stats/open', openStatsResponse)).open_issues).toEqual({
+      critical: 0,
+      high: 0,
+      medium: 1,
+      low: 0,
+      informational: 0,
+    });
+    expect((await get(svc, '/stats/fixed', fixedStatsResponse)).fixed_issues).toEqual({
+      critical: 0,
+      high: 0,
+      medium: 0,
+      low: 0,
+      informational: 0,
+    });
+    expect((await get(svc, '/stats/mttr', mttrStatsResponse)).mttr).toEqual({
+      total: 48,
+      critical: 0,
+      high: 0,
+      medium: 48,
+      low: 0,
+      informational: 0,
+    });
   });
 
   it('gives exposure statistics of 72 total and 24 current hours', async () => {
     const { exposure } = await get(svc, '/stats/exposure', exposureStatsResponse);
     expect(exposure).toEqual({ percentile_10: 72, percentile_25: 72, percentile_50: 72, percentile_75: 72, percentile_90: 72, mean: 72 });
     const { current_exposure } = await get(svc, '/stats/exposure/current', currentExposureStatsResponse);
-    expect(current_exposure).toEqual({ percentile_10: 24, percentile_25: 24, percentile_50: 24, percentile_75: 24, percentile_90: 24, mean: 24 });
+    expect(current_exposure).toEqual({
+      percentile_10: 24,
+      percentile_25: 24,
+      percentile_50: 24,
+      percentile_75: 24,
+      percentile_90: 24,
+      mean: 24,
+    });
   });
 
   it('keeps the report of another family as a source that detected nothing', async () => {
@@ -311,14 +336,16 @@ describe('SPEC §4.2/§4.3 at the edges: reopen and re-fix inside a range, half-
   it('total_exposure floors the sum of the periods, TTR floors each period: two closed periods of 1 h 30 min', async () => {
     const HALVES = findingId(targetId('halves.example.com'), ISSUE, 'halves.example.com');
     expect((await get(edges, `/findings/${HALVES}`, findingResponse)).finding).toMatchObject({ status: 'FIXED', total_exposure: 3 });
-    expect((await get(edges, '/findings?atDate=2024-01-09&team=halves', findingListResponse)).findings.map((f) => f.total_exposure)).toEqual([3]);
+    expect(
+      (await get(edges, '/findings?atDate=2024-01-09&team=halves', findingListResponse)).findings.map((f) => f.total_exposure),
+    ).toEqual([3]);
     expect((await get(edges, '/stats/exposure?team=halves', exposureStatsResponse)).exposure.mean).toBe(3);
     expect((await get(edges, '/stats/exposure?team=halves&atDate=2024-01-09', exposureStatsResponse)).exposure.mean).toBe(3);
     expect((await get(edges, '/stats/mttr?team=halves', mttrStatsResponse)).mttr).toMatchObject({ total: 1, medium: 1 });
     expect(await get(edges, `/findings/${HALVES}/mttr`, entityMttrResponse)).toEqual({ mttr: 0.04 }); // 1 h / 24
   });
 
-  it('an OPEN finding\'s total_exposure at now floors closed time plus time since reopening: 1 h 30 min twice', async () => {
+  it("an OPEN finding's total_exposure at now floors closed time plus time since reopening: 1 h 30 min twice", async () => {
     const { findings } = await get(edges, '/findings?team=halfopen', findingListResponse);
     expect(findings.map((f) => [f.status, f.total_exposure, f.current_exposure])).toEqual([['OPEN', 3, 1]]);
     expect((await get(edges, '/stats/exposure?team=halfopen', exposureStatsResponse)).exposure.mean).toBe(3);
@@ -327,6 +354,11 @@ describe('SPEC §4.2/§4.3 at the edges: reopen and re-fix inside a range, half-
 
   it('the current state of a twice-fixed finding is FIXED with both periods in total_exposure', async () => {
     const { finding } = await get(edges, `/findings/${CYCLE}`, findingResponse);
-    expect([finding.status, finding.total_exposure, finding.current_exposure, finding.source.instance]).toEqual(['FIXED', 96, undefined, 'c3']);
+    expect([finding.status, finding.total_exposure, finding.current_exposure, finding.source.instance]).toEqual([
+      'FIXED',
+      96,
+      undefined,
+      'c3',
+    ]);
   });
 });

@@ -25,7 +25,13 @@ beforeAll(() => {
   fs.writeFileSync(path.join(dir, 'batch', 'array.json'), JSON.stringify([r('a1'), { ...r('a2'), target: '' }], null, 2));
   fs.writeFileSync(
     path.join(dir, 'batch', 'lines.jsonl'),
-    [JSON.stringify(r('l1', 'b.example.com')), '{"broken": ', '', JSON.stringify({ status: 'RUNNING' }), JSON.stringify(r('l2', 'b.example.com', '02'))].join('\n'),
+    [
+      JSON.stringify(r('l1', 'b.example.com')),
+      '{"broken": ',
+      '',
+      JSON.stringify({ status: 'RUNNING' }),
+      JSON.stringify(r('l2', 'b.example.com', '02')),
+    ].join('\n'),
   );
   fs.writeFileSync(path.join(dir, 'single.json'), JSON.stringify(r('s1', 'c.example.com'), null, 2));
   fs.writeFileSync(path.join(dir, 'batch', 'notes.txt'), 'not a report file');
@@ -41,7 +47,11 @@ describe('vulndb import (queued)', () => {
 
   it('enqueues the valid reports of files, arrays, JSON lines and directories and names every rejection', async () => {
     // Bundles of two: the four valid reports travel as two jobs.
-    const summary = await importReports({ inputs: [path.join(dir, 'batch'), path.join(dir, 'single.json')], queue: svc.bulk, bundleSize: 2 });
+    const summary = await importReports({
+      inputs: [path.join(dir, 'batch'), path.join(dir, 'single.json')],
+      queue: svc.bulk,
+      bundleSize: 2,
+    });
     expect(summary).toMatchObject({ read: 7, accepted: 4, ignored: 1, rejected: 2 });
     expect(summary.rejections).toEqual([
       { origin: `${path.join(dir, 'batch', 'array.json')}[1]`, reason: 'target: must be a non-empty string' },
@@ -60,7 +70,11 @@ describe('vulndb import options', () => {
     ['--max-pending', '-5', '--max-pending must be a positive integer'],
   ])('refuses %s %s before reading or enqueueing anything', async (option, value, message) => {
     const env = { ...process.env, REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'error' };
-    const failed = await promisify(execFile)(process.execPath, [path.resolve('bin/vulndb.mjs'), 'import', option, value, path.join(dir, 'single.json')], { env }).catch((e) => e);
+    const failed = await promisify(execFile)(
+      process.execPath,
+      [path.resolve('bin/vulndb.mjs'), 'import', option, value, path.join(dir, 'single.json')],
+      { env },
+    ).catch((e) => e);
     expect(failed.code).toBe(2);
     expect(failed.stderr).toContain(message);
   });
@@ -69,7 +83,15 @@ describe('vulndb import options', () => {
 describe('vulndb import --direct', () => {
   it('applies the reports in process and finds them duplicates the second time', async () => {
     const store = await freshStore();
-    const batcher = new ReportBatcher({ store, locks: new ProcessLocks(), batchSize: 2, waitMs: 1, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
+    const batcher = new ReportBatcher({
+      store,
+      locks: new ProcessLocks(),
+      batchSize: 2,
+      waitMs: 1,
+      concurrency: 1,
+      maxEventAgeDays: 0,
+      log: silentLogger,
+    });
     const inputs = [path.join(dir, 'batch'), path.join(dir, 'single.json')];
     const first = await importDirect({ inputs, batcher, maxInFlight: 4 });
     expect(first).toMatchObject({ read: 7, ingested: 4, duplicates: 0, ignored: 1, rejected: 2 });
@@ -104,7 +126,12 @@ describe('vulndb import --direct', () => {
   });
 
   it('warns that cached answers may be stale when Redis does not answer', async () => {
-    const env = { ...process.env, DATA_DIR: path.join(testDataDir(), 'cli-no-redis'), REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'error' };
+    const env = {
+      ...process.env,
+      DATA_DIR: path.join(testDataDir(), 'cli-no-redis'),
+      REDIS_URL: 'redis://127.0.0.1:1',
+      LOG_LEVEL: 'error',
+    };
     const ok = await run(process.execPath, [bin, 'import', '--direct', path.join(dir, 'single.json')], { env });
     expect(ok.stdout).toMatch(/^ingested 1, /);
     expect(ok.stderr).toContain('warning: Redis at redis://127.0.0.1:1 did not answer, so the data version was not bumped');

@@ -17,7 +17,8 @@ import { json, REDIS_URL, startTestService, type TestService } from './support/s
 const run = promisify(execFile);
 const bin = path.resolve('bin/vulndb.mjs');
 
-const valid = (checkId: string, target: string) => report({ check_id: checkId, target, end_time: '2024-01-01 10:00:00', vulnerabilities: [V] });
+const valid = (checkId: string, target: string) =>
+  report({ check_id: checkId, target, end_time: '2024-01-01 10:00:00', vulnerabilities: [V] });
 // FINISHED reports the worker must reject: each fails alone.
 const invalid = (checkId: string, target: string) => ({ ...valid(checkId, target), end_time: 'yesterday' });
 
@@ -55,11 +56,25 @@ beforeAll(async () => {
     await svc.settle();
     await new Promise((r) => setTimeout(r, 5));
   }
-  const bundle = { reports: [valid('bundle-1', 'x.example.com'), invalid('bundle-2', 'y.example.com'), valid('bundle-3', 'z.example.com'), valid('bundle-4', 'w.example.com')] };
+  const bundle = {
+    reports: [
+      valid('bundle-1', 'x.example.com'),
+      invalid('bundle-2', 'y.example.com'),
+      valid('bundle-3', 'z.example.com'),
+      valid('bundle-4', 'w.example.com'),
+    ],
+  };
   ids.bundle = (await svc.bulk.add('reports', bundle)).id!;
   await svc.settle();
   await new Promise((r) => setTimeout(r, 5));
-  ids.c = (await svc.queue!.add('report', { status: 'FINISHED', check_id: 'check-c', checktype_name: 'vulcan-tls', end_time: '2024-01-01 10:00:00' })).id!;
+  ids.c = (
+    await svc.queue!.add('report', {
+      status: 'FINISHED',
+      check_id: 'check-c',
+      checktype_name: 'vulcan-tls',
+      end_time: '2024-01-01 10:00:00',
+    })
+  ).id!;
   await svc.settle();
   await failedIn(svc.queue!, 3);
   await failedIn(svc.bulk, 1);
@@ -173,7 +188,10 @@ describe('vulndb jobs as a command', () => {
     expect(unknown.stderr).toContain('no job 424242 in checks, checks-bulk (failed jobs are kept 7 days)');
 
     // Usage errors are found before Redis is asked (this one does not answer).
-    const usage = await Promise.all([cli(['retry', '1', '--all'], 'redis://127.0.0.1:1'), cli(['failed', '--limit', '0'], 'redis://127.0.0.1:1')]);
+    const usage = await Promise.all([
+      cli(['retry', '1', '--all'], 'redis://127.0.0.1:1'),
+      cli(['failed', '--limit', '0'], 'redis://127.0.0.1:1'),
+    ]);
     expect(usage.map((u) => [u.code, u.stderr.trim()])).toEqual([
       [2, 'error: give either a job id or --all'],
       [2, 'error: --limit must be a positive integer'],

@@ -107,7 +107,9 @@ describe('vulndb import --wait-timeout', () => {
     const started = performance.now();
     const run = await vulndb(['import', '--wait', '--wait-timeout', '1', '--queue-prefix', prefix, good], { REDIS_URL });
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain('vulndb: gave up waiting after enqueueing 2 reports: no job of the queue finished in 1 s (1 bundles waiting)');
+    expect(run.stderr).toContain(
+      'vulndb: gave up waiting after enqueueing 2 reports: no job of the queue finished in 1 s (1 bundles waiting)',
+    );
     expect(run.stderr).toContain('is a worker running');
     expect(performance.now() - started).toBeLessThan(30_000);
   });
@@ -116,7 +118,11 @@ describe('vulndb import --wait-timeout', () => {
 describe('vulndb usage, input and configuration errors exit 2', () => {
   it.each([
     ['an unknown option', ['import', '--bogus', 'x.json'], "error: unknown option '--bogus'"],
-    ['a bad --bundle-size', ['import', '--bundle-size', 'x', 'x.json'], `error: --bundle-size must be an integer from 1 to ${BUNDLE_MAX_REPORTS}`],
+    [
+      'a bad --bundle-size',
+      ['import', '--bundle-size', 'x', 'x.json'],
+      `error: --bundle-size must be an integer from 1 to ${BUNDLE_MAX_REPORTS}`,
+    ],
     ['a bad --wait-timeout', ['import', '--wait-timeout', 'soon', 'x.json'], 'error: --wait-timeout must be a number of seconds'],
     ['an unknown command', ['bogus'], "error: unknown command 'bogus'"],
   ])('given %s, then it exits 2', async (_name, args, message) => {
@@ -134,7 +140,11 @@ describe('vulndb usage, input and configuration errors exit 2', () => {
 
   it('given a missing file, then it says so in one line and exits 2 before connecting anywhere', async () => {
     const missing = path.join(dir, 'reports.json');
-    for (const args of [['import', missing], ['import', '--direct', missing], ['import', good, missing]]) {
+    for (const args of [
+      ['import', missing],
+      ['import', '--direct', missing],
+      ['import', good, missing],
+    ]) {
       const run = await vulndb(args);
       expect(run.stderr).toBe(`vulndb: cannot read ${missing}: no such file\n`);
       expect(run.code).toBe(2);
@@ -175,7 +185,11 @@ describe('vulndb --version and --help', () => {
     expect(help.stdout).toContain(`(1-${BUNDLE_MAX_REPORTS}) (default: ${BUNDLE_SIZE})`);
     expect(help.stdout).not.toContain('--queue-prefix');
     // Commands loaded lazily (jobs, recompute) show their real help, however asked.
-    for (const args of [['help', 'jobs'], ['jobs', '--help']]) expect((await vulndb(args)).stdout).toContain('Usage: vulndb jobs [options] [command]');
+    for (const args of [
+      ['help', 'jobs'],
+      ['jobs', '--help'],
+    ])
+      expect((await vulndb(args)).stdout).toContain('Usage: vulndb jobs [options] [command]');
   });
 });
 
@@ -184,6 +198,11 @@ describe('import progress', () => {
     expect(importRate({ read: 100, bytesRead: 250 }, 1000, 2)).toBe('25% of 1.0 kB, 50 reports/s, ETA 6 s');
     expect(importRate({ read: 100, bytesRead: 1000 }, 1000, 2)).toBe('100% of 1.0 kB, 50 reports/s');
     expect(importRate({ read: 30_000, bytesRead: 0 }, undefined, 2)).toBe('15,000 reports/s');
-    expect([formatDuration(59.6), formatDuration(125), formatDuration(7300), formatDuration(Infinity)]).toEqual(['1 min 0 s', '2 min 5 s', '2 h 1 min', '?']);
+    expect([formatDuration(59.6), formatDuration(125), formatDuration(7300), formatDuration(Infinity)]).toEqual([
+      '1 min 0 s',
+      '2 min 5 s',
+      '2 h 1 min',
+      '?',
+    ]);
   });
 });

@@ -13,7 +13,10 @@ import { testStoreConfig } from './support/engine.js';
  * no cluster, ZooKeeper or macros.
  */
 
-const files = fs.readdirSync(SQL_DIR).filter((f) => f.endsWith('.sql')).sort();
+const files = fs
+  .readdirSync(SQL_DIR)
+  .filter((f) => f.endsWith('.sql'))
+  .sort();
 const read = (f: string) => fs.readFileSync(path.join(SQL_DIR, f), 'utf8');
 const CLUSTER = 'vulndb_cluster';
 
@@ -50,27 +53,30 @@ describe.each(files)('%s on a cluster', (f) => {
   it('DDL runs ON CLUSTER, inserts run once, MergeTree engines are replicated with their parameters', () => {
     original.forEach((before, i) => {
       const after = rewritten[i]!;
-      const create = /^CREATE\s+(?:OR\s+REPLACE\s+)?(DATABASE|TABLE|VIEW|MATERIALIZED\s+VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)/i.exec(before);
+      const create = /^CREATE\s+(?:OR\s+REPLACE\s+)?(DATABASE|TABLE|VIEW|MATERIALIZED\s+VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)/i.exec(
+        before,
+      );
       if (create) {
         const name = create[2]!;
         expect(after).toContain(`${name} ON CLUSTER \`${CLUSTER}\``);
         const engine = /ENGINE\s*=\s*(\w*MergeTree)(?:\(([^)]*)\))?/.exec(before);
         if (engine) {
           const params = engine[2] ? `, ${engine[2]}` : '';
-          expect(after).toContain(
-            `ENGINE = Replicated${engine[1]}('/clickhouse/tables/{shard}/{database}/${name}', '{replica}'${params})`,
-          );
+          expect(after).toContain(`ENGINE = Replicated${engine[1]}('/clickhouse/tables/{shard}/{database}/${name}', '{replica}'${params})`);
           expect(after).toMatch(/SETTINGS replicated_deduplication_window = 0\b/);
         }
         if (/ENGINE\s*=\s*Null/.test(before)) expect(after).toMatch(/ENGINE\s*=\s*Null/);
         if (/ENGINE\s*=\s*EmbeddedRocksDB/.test(before)) {
           const key = /PRIMARY\s+KEY\s+(\w+)/.exec(before)![1]!;
-          expect(after).toContain(`ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/${name}', '{replica}')\nORDER BY ${key}`);
+          expect(after).toContain(
+            `ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/${name}', '{replica}')\nORDER BY ${key}`,
+          );
           expect(after).not.toMatch(/EmbeddedRocksDB|PRIMARY KEY/);
         }
         // Everything after the engine clause (ORDER BY, SETTINGS) and before it (columns, SELECT) survives.
         const orderBy = /ORDER BY ([^\n]+)/.exec(before);
-        if (orderBy && !/\bAS\s+SELECT\b/i.test(before) && !/\bAS\s*\n?\s*SELECT\b/i.test(before)) expect(after).toContain(`ORDER BY ${orderBy[1]!.trim()}`);
+        if (orderBy && !/\bAS\s+SELECT\b/i.test(before) && !/\bAS\s*\n?\s*SELECT\b/i.test(before))
+          expect(after).toContain(`ORDER BY ${orderBy[1]!.trim()}`);
       } else if (/^ALTER\s+TABLE\s+(\w+)/i.test(before)) {
         const name = /^ALTER\s+TABLE\s+(\w+)/i.exec(before)![1]!;
         expect(after).toBe(before.replace(`ALTER TABLE ${name}`, `ALTER TABLE ${name} ON CLUSTER \`${CLUSTER}\``));

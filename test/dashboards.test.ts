@@ -85,7 +85,11 @@ describe('Grafana provisioning', () => {
   const grafana = services.grafana!;
 
   it('mounts the provisioning folder and the dashboards folder the provider reads', () => {
-    expect(mountsOf(grafana).find((m) => m.target === '/etc/grafana/provisioning')?.source.replace(/^\.\//, '')).toBe('dashboards/provisioning');
+    expect(
+      mountsOf(grafana)
+        .find((m) => m.target === '/etc/grafana/provisioning')
+        ?.source.replace(/^\.\//, ''),
+    ).toBe('dashboards/provisioning');
     expect(providerFiles.length).toBeGreaterThan(0);
     const dashboardMounts = mountsOf(grafana).filter((m) => m.source.replace(/^\.\//, '').replace(/\/$/, '') === 'dashboards');
     for (const f of providerFiles) {
@@ -93,12 +97,15 @@ describe('Grafana provisioning', () => {
       expect(doc.apiVersion).toBe(1);
       for (const provider of doc.providers) {
         expect(provider.type).toBe('file');
-        expect(dashboardMounts.map((m) => m.target), `provider ${provider.name} path`).toContain(provider.options.path);
+        expect(
+          dashboardMounts.map((m) => m.target),
+          `provider ${provider.name} path`,
+        ).toContain(provider.options.path);
       }
     }
     const home = envOf(grafana).GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH;
     if (home) {
-      const mount = dashboardMounts.find((m) => home.startsWith(m.target + '/'));
+      const mount = dashboardMounts.find((m) => home.startsWith(`${m.target}/`));
       expect(mount).toBeDefined();
       expect(exists(path.join('dashboards', home.slice(mount!.target.length + 1)))).toBe(true);
     }
@@ -110,7 +117,10 @@ describe('Grafana provisioning', () => {
     const ds = datasources.find((d) => d.type === CLICKHOUSE)!;
     expect(ds.isDefault).toBe(true);
     // Grafana installs the plugin before it starts (GF_PLUGINS_PREINSTALL_SYNC; GF_INSTALL_PLUGINS is its deprecated name).
-    const plugins = [envOf(grafana).GF_PLUGINS_PREINSTALL_SYNC, envOf(grafana).GF_INSTALL_PLUGINS].join(',').split(',').map((p) => p.trim().split('@')[0]);
+    const plugins = [envOf(grafana).GF_PLUGINS_PREINSTALL_SYNC, envOf(grafana).GF_INSTALL_PLUGINS]
+      .join(',')
+      .split(',')
+      .map((p) => p.trim().split('@')[0]);
     expect(plugins).toContain(ds.type);
     expect(services[ds.jsonData.host]).toBeDefined();
     expect(ds.jsonData.port).toBe(8123);
@@ -165,7 +175,9 @@ describe('Grafana provisioning', () => {
 
 const clickhouseQueries = (json: Obj) =>
   panelsOf(json).flatMap((p) =>
-    (p.targets ?? []).filter((t: Obj) => datasourceOf(p, t)?.type === CLICKHOUSE).map((t: Obj) => ({ panel: p, target: t, rawSql: t.rawSql as string })),
+    (p.targets ?? [])
+      .filter((t: Obj) => datasourceOf(p, t)?.type === CLICKHOUSE)
+      .map((t: Obj) => ({ panel: p, target: t, rawSql: t.rawSql as string })),
   );
 
 describe('the overview dashboard', () => {
@@ -176,13 +188,19 @@ describe('the overview dashboard', () => {
     expect(team).toMatchObject({ type: 'query', multi: true, includeAll: true });
     expect(team.query.rawSql).toMatch(/\btarget_team_members\b/);
     for (const { panel, rawSql } of clickhouseQueries(json)) {
-      expect(rawSql, `"${panel.title}" applies the team variable`).toMatch(/\$__conditionalAll\([\s\S]*\$\{team:singlequote\}[\s\S]*,\s*\$team\)/);
+      expect(rawSql, `"${panel.title}" applies the team variable`).toMatch(
+        /\$__conditionalAll\([\s\S]*\$\{team:singlequote\}[\s\S]*,\s*\$team\)/,
+      );
     }
   });
 
   it('computes every time series from the history within the time range, never from when a batch ran', () => {
     const series = clickhouseQueries(json).filter(({ panel }) => panel.type === 'timeseries' || panel.type === 'barchart');
-    expect(series.map((s) => s.panel.title).sort()).toEqual(['MTTR by month and severity (hours)', 'Open findings over time by severity', 'Opened vs fixed per week']);
+    expect(series.map((s) => s.panel.title).sort()).toEqual([
+      'MTTR by month and severity (hours)',
+      'Open findings over time by severity',
+      'Opened vs fixed per week',
+    ]);
     for (const { panel, rawSql } of series) {
       expect(rawSql, `"${panel.title}" uses the time range`).toMatch(/\$__timeFilter\(|\$__fromTime\b/);
       expect(rawSql, `"${panel.title}" reads OPEN periods`).toMatch(/\bfound_at\b/);
@@ -197,7 +215,9 @@ describe('the ingestion dashboard', () => {
   const { json } = dashboard('vulndb-ingestion');
 
   it('asks Prometheus only for metrics, labels and label values the service exports', () => {
-    const prom = panelsOf(json).flatMap((p) => (p.targets ?? []).filter((t: Obj) => datasourceOf(p, t)?.type === PROMETHEUS).map((t: Obj) => ({ p, expr: t.expr as string })));
+    const prom = panelsOf(json).flatMap((p) =>
+      (p.targets ?? []).filter((t: Obj) => datasourceOf(p, t)?.type === PROMETHEUS).map((t: Obj) => ({ p, expr: t.expr as string })),
+    );
     expect(prom.length).toBeGreaterThanOrEqual(4);
     const used = new Set<string>();
     for (const { p, expr } of prom) {
@@ -218,7 +238,12 @@ describe('the ingestion dashboard', () => {
       }
       for (const label of promGroupings(expr)) expect([...labels], `"${p.title}": by ${label}`).toContain(label);
     }
-    expect([...used].sort()).toEqual(['vulndb_ingest_batch_duration_seconds', 'vulndb_ingest_lag_seconds', 'vulndb_ingest_reports_total', 'vulndb_queue_jobs']);
+    expect([...used].sort()).toEqual([
+      'vulndb_ingest_batch_duration_seconds',
+      'vulndb_ingest_lag_seconds',
+      'vulndb_ingest_reports_total',
+      'vulndb_queue_jobs',
+    ]);
     // When the service's sources name these metrics (prom-client), they are the same names.
     const srcText = walk('src').map(read).join('\n');
     if (/vulndb_ingest_reports_total/.test(srcText)) {
@@ -253,7 +278,9 @@ async function runPanels(store: Store, json: Obj, e: Expansion): Promise<Map<str
   const out = new Map<string, Obj[]>();
   const queries = [
     ...clickhouseQueries(json).map(({ panel, rawSql }) => ({ where: panel.title as string, rawSql })),
-    ...(json.templating?.list ?? []).filter((v: Obj) => v.type === 'query').map((v: Obj) => ({ where: `variable ${v.name}`, rawSql: v.query.rawSql as string })),
+    ...(json.templating?.list ?? [])
+      .filter((v: Obj) => v.type === 'query')
+      .map((v: Obj) => ({ where: `variable ${v.name}`, rawSql: v.query.rawSql as string })),
   ];
   for (const q of queries) {
     let sql: string;
@@ -372,7 +399,7 @@ function history() {
     for (const [check, vulns] of Object.entries(CHECKS)) {
       const present = vulns.map(() => rand() < 0.4);
       const open: (number | null)[] = vulns.map(() => null);
-      const offset = Math.floor(rand() * 5 * DAY / HOUR) * HOUR + Math.floor(rand() * 3600);
+      const offset = Math.floor((rand() * 5 * DAY) / HOUR) * HOUR + Math.floor(rand() * 3600);
       for (let t = HISTORY_START + offset; t <= HISTORY_END; t += 5 * DAY) {
         for (let i = 0; i < vulns.length; i++) present[i] = present[i] ? rand() >= 0.3 : rand() < 0.2;
         reports.push(
@@ -381,20 +408,37 @@ function history() {
             target,
             checktype_name: check,
             end_time: reportTime(t),
-            vulnerabilities: vulns.filter((_, i) => present[i]).map((v) => ({ summary: v.summary, score: v.score, description: v.summary })),
+            vulnerabilities: vulns
+              .filter((_, i) => present[i])
+              .map((v) => ({ summary: v.summary, score: v.score, description: v.summary })),
           }),
         );
         // SPEC §3.5: a report with the vulnerability opens a period if none is open; one without it closes the open one.
         for (let i = 0; i < vulns.length; i++) {
           if (present[i] && open[i] === null) open[i] = t;
           else if (!present[i] && open[i] !== null) {
-            periods.push({ key: `${target} ${vulns[i]!.summary}`, target, teams, severity: severityOf(vulns[i]!.score), found: open[i]!, fixed: t });
+            periods.push({
+              key: `${target} ${vulns[i]!.summary}`,
+              target,
+              teams,
+              severity: severityOf(vulns[i]!.score),
+              found: open[i]!,
+              fixed: t,
+            });
             open[i] = null;
           }
         }
       }
       for (let i = 0; i < vulns.length; i++) {
-        if (open[i] !== null) periods.push({ key: `${target} ${vulns[i]!.summary}`, target, teams, severity: severityOf(vulns[i]!.score), found: open[i]!, fixed: null });
+        if (open[i] !== null)
+          periods.push({
+            key: `${target} ${vulns[i]!.summary}`,
+            target,
+            teams,
+            severity: severityOf(vulns[i]!.score),
+            found: open[i]!,
+            fixed: null,
+          });
       }
     }
   }
@@ -471,7 +515,9 @@ describe('dashboard queries on a replayed history', () => {
       const [row] = panel(results, 'Open findings now by severity');
       const api = (await metric(path('open'))).open_issues;
       expect(Object.fromEntries(SEVERITIES.map((s) => [s, Number(row![s])])), JSON.stringify(teams)).toEqual(api);
-      const expected = Object.fromEntries(SEVERITIES.map((s) => [s, periods.filter((p) => p.fixed === null && p.severity === s && inTeams(p, teams)).length]));
+      const expected = Object.fromEntries(
+        SEVERITIES.map((s) => [s, periods.filter((p) => p.fixed === null && p.severity === s && inTeams(p, teams)).length]),
+      );
       expect(api).toEqual(expected);
     }
   });
@@ -479,7 +525,11 @@ describe('dashboard queries on a replayed history', () => {
   it('counts the OPEN periods started and ended in each week of the range, as computed from the replayed history', async () => {
     for (const { teams } of SELECTIONS) {
       const results = await runPanels(store, dashboard('vulndb-overview').json, expansion(teams));
-      const rows = panel(results, 'Opened vs fixed per week').map((r) => ({ week: r.time, opened: Number(r.opened), fixed: Number(r.fixed) }));
+      const rows = panel(results, 'Opened vs fixed per week').map((r) => ({
+        week: r.time,
+        opened: Number(r.opened),
+        fixed: Number(r.fixed),
+      }));
       const expected = new Map<string, { opened: number; fixed: number }>();
       for (let w = monday(FROM); w <= monday(NOW); w += 7 * DAY) expected.set(dbTime(w), { opened: 0, fixed: 0 });
       for (const p of periods.filter((p) => inTeams(p, teams))) {
@@ -499,8 +549,11 @@ describe('dashboard queries on a replayed history', () => {
       expect(rows.map((r) => r.time)).toEqual(Array.from({ length: days }, (_, k) => dbTime(FROM + k * DAY)));
       for (const r of rows) {
         const t = Date.parse(`${r.time}Z`) / 1000;
-        const open = (s: Severity) => periods.filter((p) => p.severity === s && inTeams(p, teams) && p.found <= t && (p.fixed === null || t < p.fixed)).length;
-        expect(Object.fromEntries(SEVERITIES.map((s) => [s, Number(r[s])])), `${r.time} ${JSON.stringify(teams)}`).toEqual(Object.fromEntries(SEVERITIES.map((s) => [s, open(s)])));
+        const open = (s: Severity) =>
+          periods.filter((p) => p.severity === s && inTeams(p, teams) && p.found <= t && (p.fixed === null || t < p.fixed)).length;
+        expect(Object.fromEntries(SEVERITIES.map((s) => [s, Number(r[s])])), `${r.time} ${JSON.stringify(teams)}`).toEqual(
+          Object.fromEntries(SEVERITIES.map((s) => [s, open(s)])),
+        );
       }
       // SPEC §4.1: atDate=D is D 00:00:00Z, the instant of the day's point.
       for (const k of [0, 31, 77, 150, days - 1]) {
@@ -525,7 +578,8 @@ describe('dashboard queries on a replayed history', () => {
         for (const k of Object.keys(api)) expect(panelValues[k], `${month} ${k} ${JSON.stringify(teams)}`).toBeCloseTo(api[k], 2);
         const fixed = periods.filter((p) => inTeams(p, teams) && p.fixed !== null && iso(p.fixed).startsWith(month));
         expect(Number(r.fixed_periods)).toBe(fixed.length);
-        for (const s of SEVERITIES) if (!fixed.some((p) => p.severity === s)) expect(r[s], `${month} ${s}: no sample is no value`).toBeNull();
+        for (const s of SEVERITIES)
+          if (!fixed.some((p) => p.severity === s)) expect(r[s], `${month} ${s}: no sample is no value`).toBeNull();
       }
     }
   });
@@ -536,9 +590,17 @@ describe('dashboard queries on a replayed history', () => {
       const rows = panel(results, 'Current exposure of open findings (hours)');
       const api = (await metric(path('exposure/current'))).current_exposure;
       const allRow = rows.find((r) => r.scope === 'all')!;
-      const fromPanel = { percentile_10: allRow.p10, percentile_25: allRow.p25, percentile_50: allRow.p50, percentile_75: allRow.p75, percentile_90: allRow.p90, mean: allRow.mean };
+      const fromPanel = {
+        percentile_10: allRow.p10,
+        percentile_25: allRow.p25,
+        percentile_50: allRow.p50,
+        percentile_75: allRow.p75,
+        percentile_90: allRow.p90,
+        mean: allRow.mean,
+      };
       expect(api.percentile_90).toBeGreaterThan(api.percentile_10);
-      for (const k of Object.keys(api)) expect(Number(fromPanel[k as keyof typeof fromPanel]), `${k} ${JSON.stringify(teams)}`).toBeCloseTo(api[k], 2);
+      for (const k of Object.keys(api))
+        expect(Number(fromPanel[k as keyof typeof fromPanel]), `${k} ${JSON.stringify(teams)}`).toBeCloseTo(api[k], 2);
       const open = periods.filter((p) => p.fixed === null && inTeams(p, teams));
       expect(Number(allRow.open_findings)).toBe(open.length);
       for (const s of SEVERITIES) {
@@ -547,7 +609,10 @@ describe('dashboard queries on a replayed history', () => {
       }
       // A past range ends at its own end: the percentiles of GET .../stats/exposure/current?atDate=<that day>.
       const end = at('2026-08-15T00:00:00Z');
-      const past = panel(await runPanels(store, dashboard('vulndb-overview').json, expansion(teams, DAY, FROM, end)), 'Current exposure of open findings (hours)');
+      const past = panel(
+        await runPanels(store, dashboard('vulndb-overview').json, expansion(teams, DAY, FROM, end)),
+        'Current exposure of open findings (hours)',
+      );
       const pastApi = (await metric(path('exposure/current', 'atDate=2026-08-15'))).current_exposure;
       const pastAll = past.find((r) => r.scope === 'all')!;
       expect(Number(pastAll.p50)).toBeCloseTo(pastApi.percentile_50, 2);
@@ -586,19 +651,26 @@ describe('dashboard queries on a replayed history', () => {
     expect(perHour.reduce((s, r) => s + Number(r.reports_per_hour), 0)).toBe(inRange.length);
     for (const r of perHour.slice(0, 20)) {
       const hour = Date.parse(`${r.time}Z`) / 1000;
-      const n = inRange.filter((x) => x.checktype_name === r.check_type && Math.floor(at(`${String(x.end_time).replace(' ', 'T')}Z`) / HOUR) * HOUR === hour).length;
+      const n = inRange.filter(
+        (x) => x.checktype_name === r.check_type && Math.floor(at(`${String(x.end_time).replace(' ', 'T')}Z`) / HOUR) * HOUR === hour,
+      ).length;
       expect(Number(r.reports_per_hour)).toBe(n);
     }
     const last = panel(results, 'Last report per check type');
     expect(last.map((r) => r.check_type).sort()).toEqual(Object.keys(CHECKS).sort());
     for (const r of last) {
-      const own = reports.filter((x) => x.checktype_name === r.check_type).map((x) => String(x.end_time)).sort();
+      const own = reports
+        .filter((x) => x.checktype_name === r.check_type)
+        .map((x) => String(x.end_time))
+        .sort();
       expect(r.last_report).toBe(own[own.length - 1]);
       expect(Number(r.reports_stored)).toBe(own.length);
     }
     // The batches ran just now (wall clock): their state changes are in a range around the present.
     const wall = Math.floor(Date.now() / 1000);
     const recent = await runPanels(store, dashboard('vulndb-ingestion').json, { ...expansion('all', 60, wall - HOUR, wall + 60) });
-    expect(panel(recent, 'Finding state changes committed (wall clock)').reduce((s, r) => s + Number(r.state_changes), 0)).toBeGreaterThan(0);
+    expect(panel(recent, 'Finding state changes committed (wall clock)').reduce((s, r) => s + Number(r.state_changes), 0)).toBeGreaterThan(
+      0,
+    );
   });
 });

@@ -84,7 +84,8 @@ describe('database API with DB_API_AUTH=jwt', () => {
     expect({ path, status: res.status, body: res.body }).toMatchObject({ status });
     return res.body;
   };
-  const post = (path: string, bearer: string | undefined, body: unknown) => call(path, bearer, { method: 'POST', body: JSON.stringify(body) });
+  const post = (path: string, bearer: string | undefined, body: unknown) =>
+    call(path, bearer, { method: 'POST', body: JSON.stringify(body) });
 
   /** Ids of the findings of the targets `of`, as the admin lists them. */
   let findingsOf: (...of: (keyof typeof TARGETS)[]) => string[];
@@ -108,7 +109,8 @@ describe('database API with DB_API_AUTH=jwt', () => {
   afterAll(() => svc?.close());
 
   const sourceOf = (t: keyof typeof TARGETS) => sources.find((s) => s.target_id === id(t)).id as string;
-  const findingOf = (t: keyof typeof TARGETS, issue: keyof typeof issues) => all.find((f) => f.target.id === id(t) && f.issue.id === issues[issue]).id as string;
+  const findingOf = (t: keyof typeof TARGETS, issue: keyof typeof issues) =>
+    all.find((f) => f.target.id === id(t) && f.issue.id === issues[issue]).id as string;
   const ids = (rows: { id: string }[]) => rows.map((r) => r.id).sort();
 
   describe('authentication (the metrics API tokens, SPEC §8.1)', () => {
@@ -180,7 +182,7 @@ describe('database API with DB_API_AUTH=jwt', () => {
   });
 
   describe('lists and sub-lists show only the scope', () => {
-    it("given a member of team A, when it lists findings, then it gets exactly what an admin gets with team=A", async () => {
+    it('given a member of team A, when it lists findings, then it gets exactly what an admin gets with team=A', async () => {
       const mine = await get('/findings?size=100', ALICE);
       expect(ids(mine.findings)).toEqual(findingsOf('a1', 'a2', 'ab').sort());
       expect(mine).toEqual(await get(`/findings?size=100&team=${TEAM_A}`, ADMIN));
@@ -202,7 +204,9 @@ describe('database API with DB_API_AUTH=jwt', () => {
     });
 
     it('given a member of team A, when it reads the sub-lists, then they hold only rows of its targets', async () => {
-      expect(ids((await get(`/issues/${issues.shared}/findings`, ALICE)).findings)).toEqual([findingOf('a1', 'shared'), findingOf('ab', 'shared')].sort());
+      expect(ids((await get(`/issues/${issues.shared}/findings`, ALICE)).findings)).toEqual(
+        [findingOf('a1', 'shared'), findingOf('ab', 'shared')].sort(),
+      );
       expect(ids((await get(`/issues/${issues.shared}/targets`, ALICE)).targets)).toEqual([id('a1'), id('ab')].sort());
       expect(ids((await get(`/issues/${issues.shared}/targets`, ADMIN)).targets)).toEqual([id('a1'), id('ab'), id('b1')].sort());
       for (const path of [
@@ -287,7 +291,10 @@ describe('database API with DB_API_AUTH=jwt', () => {
     it("given one team's member, when it reads each statistic, then it equals the admin's with teams=<its team>", async () => {
       for (const path of STATS) {
         expect({ path, body: await get(path, ALICE) }).toEqual({ path, body: await get(`${path}?teams=${TEAM_A}`, ADMIN) });
-        expect({ path, body: await get(`${path}?minScore=5`, BOB) }).toEqual({ path, body: await get(`${path}?minScore=5&teams=${TEAM_B}`, ADMIN) });
+        expect({ path, body: await get(`${path}?minScore=5`, BOB) }).toEqual({
+          path,
+          body: await get(`${path}?minScore=5&teams=${TEAM_B}`, ADMIN),
+        });
       }
       expect((await get('/stats/open', ALICE)).open_issues).toMatchObject({ high: 1, medium: 0, low: 1, critical: 1 });
     });
@@ -337,7 +344,10 @@ describe('database API with DB_API_AUTH=jwt', () => {
   describe('writes need admin or the ingest scope', () => {
     it('given a team member without the ingest scope, when it posts a report or a team association, then it answers 403 Forbidden', async () => {
       expect(await post('/checks', ALICE, scan('a1', 5, []))).toMatchObject({ status: 403, body: { message: 'Forbidden' } });
-      expect(await post('/targets', ALICE, { identifier: 'a1.example.com', teams: [TEAM_C] })).toMatchObject({ status: 403, body: { message: 'Forbidden' } });
+      expect(await post('/targets', ALICE, { identifier: 'a1.example.com', teams: [TEAM_C] })).toMatchObject({
+        status: 403,
+        body: { message: 'Forbidden' },
+      });
       expect((await get(`/targets/${id('a1')}`, ADMIN)).target.teams).toEqual([TEAM_A]);
     });
 
@@ -358,7 +368,8 @@ describe('the warning of an open database API (SPEC §5.1)', () => {
   });
 
   it('given a loopback HOST or DB_API_AUTH=jwt, when the service starts, then it does not warn', () => {
-    for (const host of ['127.0.0.1', '::1', 'localhost', 'LOCALHOST', '127.0.0.53']) expect(openDbApiWarning({ host, dbApiAuth: undefined })).toBeUndefined();
+    for (const host of ['127.0.0.1', '::1', 'localhost', 'LOCALHOST', '127.0.0.53'])
+      expect(openDbApiWarning({ host, dbApiAuth: undefined })).toBeUndefined();
     expect(openDbApiWarning({ host: '0.0.0.0', dbApiAuth: 'jwt' })).toBeUndefined();
   });
 });

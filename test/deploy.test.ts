@@ -297,7 +297,9 @@ describe('docker-compose.yml', () => {
       expect(test.slice(0, 3), name).toEqual(['CMD', 'node', '-e']);
       const url = /fetch\('([^']+)'\)/.exec(test[3]!)?.[1];
       expect(url, name).toBe(`http://127.0.0.1:${envOf(services[name]!).ADMIN_PORT}/readyz`);
-      expect(test[3], `${name}: exits 1 on a failed answer or no answer`).toMatch(/process\.exit\(r\.ok \? 0 : 1\), \(\) => process\.exit\(1\)/);
+      expect(test[3], `${name}: exits 1 on a failed answer or no answer`).toMatch(
+        /process\.exit\(r\.ok \? 0 : 1\), \(\) => process\.exit\(1\)/,
+      );
     }
   });
 
@@ -473,6 +475,8 @@ describe('Dockerfile', () => {
       }
     }
     expect([...optional]).toEqual(['chdb']);
-    expect(read('src/storage/gateway.ts')).toContain('the embedded engine (npm package chdb) is not installed: set CLICKHOUSE_URL or install it');
+    expect(read('src/storage/gateway.ts')).toContain(
+      'the embedded engine (npm package chdb) is not installed: set CLICKHOUSE_URL or install it',
+    );
   });
 });

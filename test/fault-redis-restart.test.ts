@@ -100,7 +100,11 @@ describe('Redis restarted under a service ingesting through POST /checks (a priv
     const state = await apiState((p) => json(s.db(p)));
     const clean = await startTestService();
     try {
-      await clean.queue!.addBulk(finished(sent).filter((r) => stored.has(String(r.check_id))).map((data) => ({ name: 'report', data })));
+      await clean.queue!.addBulk(
+        finished(sent)
+          .filter((r) => stored.has(String(r.check_id)))
+          .map((data) => ({ name: 'report', data })),
+      );
       await clean.settle(120_000);
       expect(stateDifferences(state, await apiState((p) => json(clean.db(p))))).toEqual([]);
     } finally {

@@ -6,7 +6,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHECKS_QUEUE, type Bundle } from '../src/queue/contract.js';
 import { bundlesQueue, checksQueue, enqueueBundles, enqueueReports } from '../src/queue/producer.js';
 import { defaultRedisNames } from '../src/queue/redis.js';
-import { apiState, stateDifferences, faultJobs, killChildServices, settleQueues, spawnService, startChildService, unsettled, type FaultJob } from './support/child-service.js';
+import {
+  apiState,
+  stateDifferences,
+  faultJobs,
+  killChildServices,
+  settleQueues,
+  spawnService,
+  startChildService,
+  unsettled,
+  type FaultJob,
+} from './support/child-service.js';
 import { startPrivateRedis, type PrivateRedis } from './support/private-redis.js';
 import { json, startTestService } from './support/service.js';
 
@@ -71,7 +81,9 @@ describe('SIGTERM while a batch runs (a child process on a private Redis)', () =
     expect(left).toMatchObject({ active: 0, delayed: 0 });
     expect(left.waiting).toBeGreaterThan(0);
     expect({ checks: await checks.getFailedCount(), bundles: await bulk.getFailedCount() }).toEqual({ checks: 0, bundles: 0 });
-    console.log(`fault-sigterm: stopped in ${seconds.toFixed(1)} s after ${svc.count('batch committed')} batches (${after.filter((l) => l.msg === 'batch committed').length} after the signal); ${left.waiting} jobs left waiting`);
+    console.log(
+      `fault-sigterm: stopped in ${seconds.toFixed(1)} s after ${svc.count('batch committed')} batches (${after.filter((l) => l.msg === 'batch committed').length} after the signal); ${left.waiting} jobs left waiting`,
+    );
 
     const restarted = await startChildService({ dataDir, redisUrl: redis.url, env });
     await settleQueues([checks, bulk], 120_000);
@@ -98,7 +110,10 @@ describe('SIGTERM while a batch runs (a child process on a private Redis)', () =
     const checks = checksQueue(producer, defaultRedisNames);
     const bulk = bundlesQueue(producer, defaultRedisNames);
     const dir = path.join(dataDir, 'startup');
-    await enqueueReports(checks, jobs.map((j) => j.data));
+    await enqueueReports(
+      checks,
+      jobs.map((j) => j.data),
+    );
     const svc = await spawnService({ dataDir: dir, redisUrl: redis.url });
     await svc.waitForLog((l) => l.msg === 'ingest worker started', 60_000);
     expect(await svc.stop('SIGTERM', 30_000)).toEqual({ code: 0, signal: null });

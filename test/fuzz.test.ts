@@ -49,7 +49,8 @@ async function fuzzTarget(env: Record<string, string>) {
   ctx.maxReportBytes = svc.config.maxReportBytes;
   const db = (path: string, init: RequestInit = {}) =>
     svc.db(path, { ...init, headers: { ...(init.headers as Record<string, string>), Authorization: `Bearer ${ctx.tokens.admin}` } });
-  const postJson = (path: string, body: unknown) => db(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const postJson = (path: string, body: unknown) =>
+    db(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
   await loadCatalog({ postJson, settle: svc.settle });
   // From here on accepted reports stay queued.
   await Promise.all(svc.workers.map((w) => w.close()));
@@ -77,7 +78,9 @@ describe('the fuzz campaign of both APIs', () => {
     const started = performance.now();
     await assertCampaign({ client: t.client, ctx: t.ctx, requests: REQUESTS, seed: SEED, batch: BATCH, path: PATH, ledger });
     const statuses = Object.fromEntries([...ledger.byStatus].sort((a, b) => a[0] - b[0]));
-    console.log(`fuzz: ${ledger.requests} requests in ${((performance.now() - started) / 1000).toFixed(1)} s; statuses ${JSON.stringify(statuses)}`);
+    console.log(
+      `fuzz: ${ledger.requests} requests in ${((performance.now() - started) / 1000).toFixed(1)} s; statuses ${JSON.stringify(statuses)}`,
+    );
     if (PATH === undefined) expect(ledger.requests).toBeGreaterThanOrEqual(REQUESTS);
   }, 900_000);
 
@@ -99,8 +102,18 @@ describe('the fuzz campaign of both APIs', () => {
   it(`answers ${READS} generated reads of what the fuzzed reports stored, by both APIs, as the SPEC says (seed ${SEED + 1})`, async () => {
     const ctx = await withStoredIds(t.ctx, t.db);
     const reads = newLedger();
-    await assertCampaign({ client: t.client, ctx, requests: READS, seed: SEED + 1, batch: BATCH, ledger: reads, only: ['reads', 'metrics'] });
-    console.log(`fuzz: ${reads.requests} reads of ${ctx.ids.finding.length} findings, ${ctx.ids.issue.length} issues, ${ctx.ids.target.length} targets, ${ctx.ids.source.length} sources`);
+    await assertCampaign({
+      client: t.client,
+      ctx,
+      requests: READS,
+      seed: SEED + 1,
+      batch: BATCH,
+      ledger: reads,
+      only: ['reads', 'metrics'],
+    });
+    console.log(
+      `fuzz: ${reads.requests} reads of ${ctx.ids.finding.length} findings, ${ctx.ids.issue.length} issues, ${ctx.ids.target.length} targets, ${ctx.ids.source.length} sources`,
+    );
     expect(reads.requests).toBeGreaterThanOrEqual(READS);
   }, 900_000);
 });
@@ -120,7 +133,15 @@ describe('the fuzz campaign of a database API with DB_API_AUTH=jwt', () => {
   });
 
   it(`answers ${AUTH_REQUESTS} generated requests with and without tokens: 401 without, 403 for writes without the right, never a 5xx (seed ${SEED + 2})`, async () => {
-    await assertCampaign({ client: t.client, ctx: t.ctx, requests: AUTH_REQUESTS, seed: SEED + 2, batch: BATCH, ledger, only: ['reads', 'writes', 'unknown'] });
+    await assertCampaign({
+      client: t.client,
+      ctx: t.ctx,
+      requests: AUTH_REQUESTS,
+      seed: SEED + 2,
+      batch: BATCH,
+      ledger,
+      only: ['reads', 'writes', 'unknown'],
+    });
     expect(ledger.requests).toBeGreaterThanOrEqual(AUTH_REQUESTS);
   }, 900_000);
 

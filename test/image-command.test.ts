@@ -185,10 +185,14 @@ describe("the image's CMD, run as the image runs it", () => {
         const script: string = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.build;
         const [tool, ...args] = script.split(' ');
         expect(tool).toBe('tsc');
-        const tsc = spawnSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), ...args, '--noCheck', '--outDir', path.join(app, 'dist')], {
-          cwd: ROOT,
-          encoding: 'utf8',
-        });
+        const tsc = spawnSync(
+          process.execPath,
+          [path.join(ROOT, 'node_modules/typescript/bin/tsc'), ...args, '--noCheck', '--outDir', path.join(app, 'dist')],
+          {
+            cwd: ROOT,
+            encoding: 'utf8',
+          },
+        );
         expect(tsc.status, `${script}: ${tsc.stdout}${tsc.stderr}`).toBe(0);
         continue;
       }
@@ -250,7 +254,11 @@ describe("the image's CMD, run as the image runs it", () => {
             end_time: `2026-01-${String(1 + (n % 28)).padStart(2, '0')} 10:00:00`,
             vulnerabilities: [{ summary: `Image test issue ${n}`, score: 5, affected_resource: `r-${n}` }],
           });
-          const res = await fetch(`${base}/checks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+          const res = await fetch(`${base}/checks`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          });
           expect(res.status, await res.clone().text()).toBe(202);
         }),
       );
@@ -295,7 +303,10 @@ describe("the image's CMD, run as the image runs it", () => {
     const committedAfter = svc.index('batch committed', signal);
     expect(committedAfter, svc.tail()).toBeGreaterThan(signal);
     expect(svc.index('stopped', committedAfter), svc.tail()).toBeGreaterThan(committedAfter);
-    expect(svc.logs.filter((l) => ['error', 'fatal'].includes(String(l.level)) || Number(l.level) >= 50), svc.tail()).toEqual([]);
+    expect(
+      svc.logs.filter((l) => ['error', 'fatal'].includes(String(l.level)) || Number(l.level) >= 50),
+      svc.tail(),
+    ).toEqual([]);
 
     // Nothing left active for stall recovery, nothing failed; every completed job was in a committed batch.
     const counts = await jobCounts(queue, 'active', 'waiting', 'completed', 'failed', 'delayed', 'prioritized');

@@ -38,7 +38,7 @@ describe('the report batcher', () => {
     await batcher.drain();
   });
 
-  it('with a direct import\'s batches in flight, ends where applying one report at a time does', async () => {
+  it("with a direct import's batches in flight, ends where applying one report at a time does", async () => {
     // 3 targets × 12 daily scans, each vulnerability present on some days only: reopens, fixes and
     // several reports of one target among the batches in flight at once.
     const vulns: VulnSpec[] = ['A', 'B', 'C', 'D'].map((x, i) => ({ summary: `Issue ${x}`, score: 2 + 2.5 * i }));
@@ -54,8 +54,24 @@ describe('the report batcher', () => {
     const [together, oneByOne] = [await freshStore(), await freshStore()];
     const concurrency = directBatchesInFlight(1);
     expect(concurrency).toBeGreaterThan(2);
-    const batched = new ReportBatcher({ store: together, locks: new ProcessLocks(), batchSize: 3, waitMs: 1, concurrency, maxEventAgeDays: 0, log: silentLogger });
-    const single = new ReportBatcher({ store: oneByOne, locks: new ProcessLocks(), batchSize: 1, waitMs: 1, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
+    const batched = new ReportBatcher({
+      store: together,
+      locks: new ProcessLocks(),
+      batchSize: 3,
+      waitMs: 1,
+      concurrency,
+      maxEventAgeDays: 0,
+      log: silentLogger,
+    });
+    const single = new ReportBatcher({
+      store: oneByOne,
+      locks: new ProcessLocks(),
+      batchSize: 1,
+      waitMs: 1,
+      concurrency: 1,
+      maxEventAgeDays: 0,
+      log: silentLogger,
+    });
     const outcomes = await Promise.all(history.map((data) => batched.submit({ data, attemptsStarted: 1 })));
     expect(outcomes.every((o) => o.outcome === 'ingested')).toBe(true);
     for (const data of history) await single.submit({ data, attemptsStarted: 1 });
@@ -67,7 +83,15 @@ describe('the report batcher', () => {
 
   it('never derives reports of one target in two batches side by side (a process owning its store)', async () => {
     const store = await freshStore();
-    const batcher = new ReportBatcher({ store, locks: new ProcessLocks(), batchSize: 1, waitMs: 1, concurrency: 2, maxEventAgeDays: 0, log: silentLogger });
+    const batcher = new ReportBatcher({
+      store,
+      locks: new ProcessLocks(),
+      batchSize: 1,
+      waitMs: 1,
+      concurrency: 2,
+      maxEventAgeDays: 0,
+      log: silentLogger,
+    });
     // Two batches start together; r3, the clean scan after r1, must see r1's finding to fix it
     // (with every lock granted to both batches, the finding stays OPEN).
     const outcomes = await Promise.all([worked.r1, worked.r3].map((data) => batcher.submit({ data, attemptsStarted: 1 })));
@@ -82,10 +106,26 @@ describe('the report batcher', () => {
   it('writes an issue object only when what it shows changes, not for every later claim', async () => {
     const store = await freshStore();
     const written: number[] = [];
-    const counting = { ...store, insert: (table: string, rows: readonly object[]) => (table === 'issue_objects' && written.push(rows.length), store.insert(table, rows)) };
-    const batcher = new ReportBatcher({ store: counting, locks: new ProcessLocks(), batchSize: 1, waitMs: 1, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
+    const counting = {
+      ...store,
+      insert: (table: string, rows: readonly object[]) => (
+        table === 'issue_objects' && written.push(rows.length), store.insert(table, rows)
+      ),
+    };
+    const batcher = new ReportBatcher({
+      store: counting,
+      locks: new ProcessLocks(),
+      batchSize: 1,
+      waitMs: 1,
+      concurrency: 1,
+      maxEventAgeDays: 0,
+      log: silentLogger,
+    });
     const day = (d: number, labels: string[]) =>
-      batcher.submit({ data: report({ check_id: `scan-${d}`, end_time: `2024-01-0${d} 10:00:00`, vulnerabilities: [{ ...V, labels }] }), attemptsStarted: 1 });
+      batcher.submit({
+        data: report({ check_id: `scan-${d}`, end_time: `2024-01-0${d} 10:00:00`, vulnerabilities: [{ ...V, labels }] }),
+        attemptsStarted: 1,
+      });
     await day(1, ['TLS']);
     await day(2, ['TLS']); // a later labels claim that says the same
     await day(3, ['TLS', 'pci']);
@@ -97,11 +137,22 @@ describe('the report batcher', () => {
     await batcher.drain();
   });
 
-  it('rewrites the lists\' totals after a batch that changes a status, and only then', async () => {
+  it("rewrites the lists' totals after a batch that changes a status, and only then", async () => {
     const store = await freshStore();
     let rewrites = 0;
-    const counting = { ...store, command: (sql: string) => (sql.includes('INSERT INTO finding_total_values') && rewrites++, store.command(sql)) };
-    const batcher = new ReportBatcher({ store: counting, locks: new ProcessLocks(), batchSize: 1, waitMs: 1, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
+    const counting = {
+      ...store,
+      command: (sql: string) => (sql.includes('INSERT INTO finding_total_values') && rewrites++, store.command(sql)),
+    };
+    const batcher = new ReportBatcher({
+      store: counting,
+      locks: new ProcessLocks(),
+      batchSize: 1,
+      waitMs: 1,
+      concurrency: 1,
+      maxEventAgeDays: 0,
+      log: silentLogger,
+    });
     const other = { summary: 'Exposed admin panel', score: 9.1 };
     const day = (d: number, vulnerabilities: VulnSpec[]) =>
       batcher.submit({ data: report({ check_id: `scan-${d}`, end_time: `2024-01-0${d} 10:00:00`, vulnerabilities }), attemptsStarted: 1 });

@@ -85,7 +85,11 @@ describe('invalid bundles', () => {
     ['without reports', { report: worked.r1 }, 'reports: must be an array of reports'],
     ['with no report', { reports: [] }, 'reports: must hold at least one report'],
     ['with too many reports', { reports: tooMany }, `reports: must hold at most ${BUNDLE_MAX_REPORTS} reports`],
-    ['with one invalid report among valid ones', { reports: [worked.r1, { ...worked.r2, target: '' }, worked.r3] }, 'reports[1]: target: must be a non-empty string'],
+    [
+      'with one invalid report among valid ones',
+      { reports: [worked.r1, { ...worked.r2, target: '' }, worked.r3] },
+      'reports[1]: target: must be a non-empty string',
+    ],
     ['with a report that is not an object', { reports: [worked.r1, 'r2'] }, 'reports[1]: report must be a JSON object'],
   ])('a bundle %s fails without retry and names the problem', async (_name, data, reason) => {
     // The producer asks for retries; the worker must still not retry an invalid bundle.

@@ -5,7 +5,11 @@ import { json, startTestService, type TestService } from './support/service.js';
 import { contextFromHistory, snapshot, storedContext } from './support/snapshot.js';
 
 const other = { summary: 'Exposed admin panel', description: 'Admin UI reachable', score: 9.1 };
-const first = [worked.r1, worked.r2, report({ check_id: 'b-1', target: 'b.example.com', end_time: '2024-01-01 12:00:00', vulnerabilities: [V, other] })];
+const first = [
+  worked.r1,
+  worked.r2,
+  report({ check_id: 'b-1', target: 'b.example.com', end_time: '2024-01-01 12:00:00', vulnerabilities: [V, other] }),
+];
 // The batch that crashes: a clean scan, a re-detection, another target's fix and a late (out-of-order) report.
 const second = [
   worked.r3,

@@ -84,14 +84,25 @@ describe('reports holding unpaired surrogates', () => {
   });
 
   it('given POST /checks with a 10,000-level nested unused field, when sent, then it is accepted and the job carries the validated report only', async () => {
-    const deep = '{"a":'.repeat(10_000) + '1' + '}'.repeat(10_000);
+    const deep = `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`;
     const body = JSON.stringify(valid(50)).replace(/^\{/, `{"notes": ${deep}, `);
     const res = await svc.db('/checks', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
     expect(res.status).toBe(202);
     const { job_id } = (await res.json()) as { job_id: string };
     const job = await svc.queue!.getJob(job_id);
     expect(Object.keys(job!.data).sort()).toEqual(
-      ['check_id', 'checktype_name', 'checktype_version', 'end_time', 'options', 'start_time', 'status', 'tag', 'target', 'vulnerabilities'].sort(),
+      [
+        'check_id',
+        'checktype_name',
+        'checktype_version',
+        'end_time',
+        'options',
+        'start_time',
+        'status',
+        'tag',
+        'target',
+        'vulnerabilities',
+      ].sort(),
     );
     await svc.settle();
   });
@@ -109,7 +120,14 @@ describe('a report the store refuses on its own', () => {
   afterAll(() => svc?.close());
 
   it('given one poison report among five valid ones in one batch, when ingested, then it alone fails, without retry and with its reason, and the others are stored', async () => {
-    const reports = [valid(1), valid(2), report({ check_id: 'p-1', target: poisonTarget, end_time: '2024-01-01 10:00:00', vulnerabilities: [V] }), valid(3), valid(4), valid(5)];
+    const reports = [
+      valid(1),
+      valid(2),
+      report({ check_id: 'p-1', target: poisonTarget, end_time: '2024-01-01 10:00:00', vulnerabilities: [V] }),
+      valid(3),
+      valid(4),
+      valid(5),
+    ];
     const ids = await enqueueReports(svc.queue!, reports);
     await svc.settle();
     const jobs = await Promise.all(ids.map((id) => svc.queue!.getJob(id)));

@@ -26,7 +26,17 @@ const LARGE = PLAIN_LIST_LIMIT + 4_000;
 
 describe('id lists longer than the plain IN form handles well', () => {
   let store: Store;
-  const stored = [normalize(worked.r1), normalize(report({ check_id: 'b-1', target: 'b.example.com', end_time: '2024-01-02 10:00:00', vulnerabilities: [{ summary: 'Open port', score: 5 }] }))];
+  const stored = [
+    normalize(worked.r1),
+    normalize(
+      report({
+        check_id: 'b-1',
+        target: 'b.example.com',
+        end_time: '2024-01-02 10:00:00',
+        vulnerabilities: [{ summary: 'Open port', score: 5 }],
+      }),
+    ),
+  ];
   const findingIds = stored.flatMap((r) => r.detections.map((d) => d.findingId));
   const targets = stored.map((r) => r.targetId);
 

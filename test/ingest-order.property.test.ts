@@ -8,7 +8,15 @@ import { prepareReport } from '../src/ingest/prepare.js';
 import type { Store } from '../src/storage/gateway.js';
 import { emptyStore, freshStore } from './support/engine.js';
 import { report } from './support/reports.js';
-import { contextFromHistory, countsFromFindings, eventIdMismatches, issueCountsFromFindings, scoreMismatches, snapshot, storedContext } from './support/snapshot.js';
+import {
+  contextFromHistory,
+  countsFromFindings,
+  eventIdMismatches,
+  issueCountsFromFindings,
+  scoreMismatches,
+  snapshot,
+  storedContext,
+} from './support/snapshot.js';
 
 // Three families: two share a check type but differ in options (SPEC §2.3), one is another check.
 const FAMILIES = [
@@ -83,7 +91,10 @@ describe('ingestion is independent of arrival order', () => {
           .sort((a, b) => String(a.r.end_time).localeCompare(String(b.r.end_time)) || a.i - b.i)
           .flatMap(({ r }) => [r, ...withDuplicates.slice(raws.length).filter((d) => d === r)]);
         await emptyStore(a);
-        await deliver(a, timeOrdered.map((r) => [r]));
+        await deliver(
+          a,
+          timeOrdered.map((r) => [r]),
+        );
 
         // Delivery B: a random permutation in random batch sizes.
         const shuffled = withDuplicates
@@ -121,7 +132,23 @@ describe('ingestion is independent of arrival order', () => {
         numRuns: 20,
         // Found by this test: a new family's event at the same time as another family's stored
         // one (the stored one's later check id wins), delivered with that family's fix.
-        examples: [[{"reports": [{"target": 1, "family": 1, "day": 0, "vulns": [0], "scoreSeed": 0, "collapse": false}, {"target": 1, "family": 0, "day": 1, "vulns": [], "scoreSeed": 0, "collapse": false}, {"target": 1, "family": 0, "day": 0, "vulns": [0], "scoreSeed": 0, "collapse": true}], "duplicated": [343342935, 1572489122, 1589290272], "order": [690873551, 508067488, 1861805950, 194870137, 18, 1174778035, 663495617, 542279664, 21, 177004202, 86273849, 2147483635, 1191656468], "batchSizes": [1, 2, 3, 1, 1, 2, 2, 3, 1, 3, 4, 4, 3]}]],
+        examples: [
+          [
+            {
+              reports: [
+                { target: 1, family: 1, day: 0, vulns: [0], scoreSeed: 0, collapse: false },
+                { target: 1, family: 0, day: 1, vulns: [], scoreSeed: 0, collapse: false },
+                { target: 1, family: 0, day: 0, vulns: [0], scoreSeed: 0, collapse: true },
+              ],
+              duplicated: [343342935, 1572489122, 1589290272],
+              order: [
+                690873551, 508067488, 1861805950, 194870137, 18, 1174778035, 663495617, 542279664, 21, 177004202, 86273849, 2147483635,
+                1191656468,
+              ],
+              batchSizes: [1, 2, 3, 1, 1, 2, 2, 3, 1, 3, 4, 4, 3],
+            },
+          ],
+        ],
       },
     );
   }, 300_000);

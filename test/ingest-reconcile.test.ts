@@ -19,7 +19,13 @@ describe('a retried batch after views lost a findings insert', () => {
   beforeAll(async () => {
     svc = await startTestService();
     await json(svc.postJson('/targets', { identifier: 'rec.example.com', teams: [TEAM] }), 201);
-    await json(svc.postJson('/checks', report({ check_id: 'rec-1', target: 'rec.example.com', end_time: '2024-01-01 10:00:00', vulnerabilities: [V, other] })), 202);
+    await json(
+      svc.postJson(
+        '/checks',
+        report({ check_id: 'rec-1', target: 'rec.example.com', end_time: '2024-01-01 10:00:00', vulnerabilities: [V, other] }),
+      ),
+      202,
+    );
     await svc.settle();
     expected = await readState(svc);
   });
@@ -42,7 +48,10 @@ describe('a retried batch after views lost a findings insert', () => {
     );
     // What the views derived from that finding's version, taken back.
     await svc.store.command(`INSERT INTO finding_counts (target_id, open_critical) VALUES ({t:UUID}, -1)`, { t: target });
-    await svc.store.command(`INSERT INTO team_finding_counts (team, target_id, open_critical) VALUES ({team:String}, {t:UUID}, -1)`, { team: TEAM, t: target });
+    await svc.store.command(`INSERT INTO team_finding_counts (team, target_id, open_critical) VALUES ({team:String}, {t:UUID}, -1)`, {
+      team: TEAM,
+      t: target,
+    });
     await svc.store.command(`INSERT INTO issue_finding_counts (issue_id, open) VALUES ({i:UUID}, -1)`, { i: finding!.issue });
     await svc.store.command(`DELETE FROM team_findings WHERE id = {f:UUID}`, { f: finding!.id });
     const broken = await readState(svc);

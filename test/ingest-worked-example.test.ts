@@ -43,11 +43,20 @@ describe('SPEC §3.8 worked example over HTTP', () => {
     it.each(permutations([...names]).map((p, i) => [p.join(' '), i]))('arrival order %s gives the same finding', async (order, i) => {
       const target = `order-${i}.example.com`;
       const before = (await json(svc.db('/stats/size'))).size;
-      await postInOrder(svc, order.split(' ').map((n) => ({ ...worked[n as (typeof names)[number]], target, check_id: `${n}-${i}` })));
+      await postInOrder(
+        svc,
+        order.split(' ').map((n) => ({ ...worked[n as (typeof names)[number]], target, check_id: `${n}-${i}` })),
+      );
 
       const { size } = await json(svc.db('/stats/size'));
       // The issue V is every order's; the rest is new for this order's target.
-      expect(size).toEqual({ sources: before.sources + 4, targets: before.targets + 1, issues: 1, findings: before.findings + 1, finding_events: before.finding_events + 3 });
+      expect(size).toEqual({
+        sources: before.sources + 4,
+        targets: before.targets + 1,
+        issues: 1,
+        findings: before.findings + 1,
+        finding_events: before.finding_events + 3,
+      });
 
       const f = await storedFinding(svc, target);
       expect(f.st).toBe('OPEN');

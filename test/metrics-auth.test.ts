@@ -66,8 +66,16 @@ describe('metrics API authentication (HS256 with JWT_SECRET, RS256 with JWT_PUBL
     ['alg none', () => `${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims({ admin: true }))}.`, 'Invalid token'],
     ['alg none with a signature part', () => `${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims())}.c2ln`, 'Invalid token'],
     ['an algorithm that is not accepted (HS512)', () => `${b64({ alg: 'HS512', typ: 'JWT' })}.${b64(claims())}.c2ln`, 'Invalid token'],
-    ['RS256 signed by another key pair', () => signJwt(claims(), generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey, 'RS256'), 'Invalid token'],
-    ['HS256 signed with the public key as HMAC secret (key confusion)', () => hs({}, createSecretKey(Buffer.from(PUBLIC_PEM))), 'Invalid token'],
+    [
+      'RS256 signed by another key pair',
+      () => signJwt(claims(), generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey, 'RS256'),
+      'Invalid token',
+    ],
+    [
+      'HS256 signed with the public key as HMAC secret (key confusion)',
+      () => hs({}, createSecretKey(Buffer.from(PUBLIC_PEM))),
+      'Invalid token',
+    ],
     ['an expired token (beyond the 60 s leeway)', () => hs({ exp: nowS() - 120 }), 'Token expired'],
     ['a token not valid yet (beyond the 60 s leeway)', () => hs({ nbf: nowS() + 120 }), 'Token not yet valid'],
     ['a non-numeric exp', () => hs({ exp: 'tomorrow' }), 'Invalid token'],

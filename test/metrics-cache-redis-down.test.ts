@@ -36,7 +36,15 @@ const sev = bySeverity;
 async function startWithWorkedHistory(redisUrl: string): Promise<TestService> {
   const svc = await startTestService({ worker: false, now: () => NOW, env: { JWT_SECRET: SECRET, REDIS_URL: redisUrl } });
   await json(svc.postJson('/targets', { identifier: 'www.example.com', teams: [TEAM_A] }), 201);
-  const batcher = new ReportBatcher({ store: svc.store, locks: new ProcessLocks(), batchSize: 10, waitMs: 5, concurrency: 1, maxEventAgeDays: 0, log: silentLogger });
+  const batcher = new ReportBatcher({
+    store: svc.store,
+    locks: new ProcessLocks(),
+    batchSize: 10,
+    waitMs: 5,
+    concurrency: 1,
+    maxEventAgeDays: 0,
+    log: silentLogger,
+  });
   for (const r of Object.values(worked)) expect(await batcher.submit({ data: r, attemptsStarted: 1 })).toEqual({ outcome: 'ingested' });
   await batcher.drain();
   return svc;
@@ -85,18 +93,34 @@ describe('metrics cache when Redis goes away (a private redis-server)', () => {
       expect(down).toMatchObject({ status: 200, cache: 'BYPASS' });
       expect(down.text).toBe(miss.text);
     }
-    expect(await get(`teams/${TEAM_A}/stats/mttr`, MEMBER_A)).toMatchObject({ status: 200, cache: 'BYPASS', body: { mttr: { total: 48, ...sev({ medium: 48 }) } } });
-    expect(await get('stats/assets')).toMatchObject({ status: 200, cache: 'BYPASS', body: { assets: { total: 1, ...sev({ medium: 1 }) } } });
+    expect(await get(`teams/${TEAM_A}/stats/mttr`, MEMBER_A)).toMatchObject({
+      status: 200,
+      cache: 'BYPASS',
+      body: { mttr: { total: 48, ...sev({ medium: 48 }) } },
+    });
+    expect(await get('stats/assets')).toMatchObject({
+      status: 200,
+      cache: 'BYPASS',
+      body: { assets: { total: 1, ...sev({ medium: 1 }) } },
+    });
     // The database API's findings lists share the cache and its fallback.
     const started = performance.now();
     const findings = await fetchCached(`${svc.dbApiUrl}/findings?team=${TEAM_A}`);
     expect(performance.now() - started).toBeLessThan(1500);
-    expect(findings).toMatchObject({ status: 200, cache: 'BYPASS', body: { pagination: { total: 1 }, findings: [{ status: 'OPEN', target: { identifier: 'www.example.com' } }] } });
+    expect(findings).toMatchObject({
+      status: 200,
+      cache: 'BYPASS',
+      body: { pagination: { total: 1 }, findings: [{ status: 'OPEN', target: { identifier: 'www.example.com' } }] },
+    });
   });
 
   it('given Redis is down, when POST /targets re-associates teams, then it still succeeds and the metrics follow', async () => {
     await json(svc.postJson('/targets', { identifier: 'spare.example.com', teams: [TEAM_A] }), 201);
-    expect(await get(`teams/${TEAM_A}/stats/assets`, MEMBER_A)).toMatchObject({ status: 200, cache: 'BYPASS', body: { assets: { total: 2, ...sev({ medium: 1 }) } } });
+    expect(await get(`teams/${TEAM_A}/stats/assets`, MEMBER_A)).toMatchObject({
+      status: 200,
+      cache: 'BYPASS',
+      body: { assets: { total: 2, ...sev({ medium: 1 }) } },
+    });
   });
 
   it('given Redis comes back on the same port, when requests continue, then answers are cached again', async () => {
@@ -155,7 +179,14 @@ describe('cached answers after an outage of a Redis that keeps its data (a priva
       await new Promise((r) => setTimeout(r, 100));
       after = await findings(path);
     }
-    expect(after).toMatchObject({ status: 200, cache: 'MISS', body: { pagination: { total: 1 }, findings: [{ target: { teams: [TEAM_A, TEAM_B] } }] } });
-    expect(await get(`teams/${TEAM_B}/stats/assets`)).toMatchObject({ cache: 'MISS', body: { assets: { total: 1, ...sev({ medium: 1 }) } } });
+    expect(after).toMatchObject({
+      status: 200,
+      cache: 'MISS',
+      body: { pagination: { total: 1 }, findings: [{ target: { teams: [TEAM_A, TEAM_B] } }] },
+    });
+    expect(await get(`teams/${TEAM_B}/stats/assets`)).toMatchObject({
+      cache: 'MISS',
+      body: { assets: { total: 1, ...sev({ medium: 1 }) } },
+    });
   });
 });

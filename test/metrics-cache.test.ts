@@ -26,7 +26,6 @@ const MEMBER_A = token({ teams: [TEAM_A] });
 const sev = bySeverity;
 const nowS = () => Math.floor(Date.now() / 1000);
 
-
 describe('metrics cache on the shared Redis', () => {
   let svc: TestService;
   let redis: Redis;
@@ -104,14 +103,23 @@ describe('metrics cache on the shared Redis', () => {
     await get(`teams/${TEAM_B}/stats/assets`, memberB);
     expect(await get(`teams/${TEAM_B}/stats/assets`, memberB)).toMatchObject({ cache: 'HIT', body: { assets: { total: 0, ...sev() } } });
     await json(svc.postJson('/targets', { identifier: 'www.example.com', teams: [TEAM_B] }), 201);
-    expect(await get(`teams/${TEAM_B}/stats/assets`, memberB)).toMatchObject({ cache: 'MISS', body: { assets: { total: 1, ...sev({ medium: 1 }) } } });
+    expect(await get(`teams/${TEAM_B}/stats/assets`, memberB)).toMatchObject({
+      cache: 'MISS',
+      body: { assets: { total: 1, ...sev({ medium: 1 }) } },
+    });
     expect(await get(`teams/${TEAM_B}/stats/open`, memberB)).toMatchObject({ body: { open_issues: sev({ medium: 1 }) } });
   });
 
   it('given a cached global answer, when another target appears through ingestion, then the global count follows', async () => {
     const first = await get('stats/assets');
     expect((await get('stats/assets')).cache).toBe('HIT');
-    await json(svc.postJson('/checks', report({ check_id: 'new-1', target: 'new.example.com', end_time: '2024-01-05 12:00:00', vulnerabilities: [{ ...V, score: 9.8 }] })), 202);
+    await json(
+      svc.postJson(
+        '/checks',
+        report({ check_id: 'new-1', target: 'new.example.com', end_time: '2024-01-05 12:00:00', vulnerabilities: [{ ...V, score: 9.8 }] }),
+      ),
+      202,
+    );
     await svc.settle();
     const after = await get('stats/assets');
     expect(after.cache).toBe('MISS');
@@ -162,4 +170,3 @@ describe('metrics cache computations', () => {
     expect(await cache.through(req, async () => ({ mttr: 1 }))).toEqual({ body: '{"mttr":1}', status: 'MISS' });
   });
 });
-

@@ -64,14 +64,18 @@ describe('the token secret kept in DATA_DIR', () => {
 
   it('given JWT_SECRET or JWT_PUBLIC_KEY configured, when keys are built, then no secret file is written', () => {
     const dir = tmpDir();
-    expect(tokenKeys({ secret: 's'.repeat(40), publicKey: undefined, issuer: undefined, audience: undefined }, dir).secretSource).toBe('JWT_SECRET');
+    expect(tokenKeys({ secret: 's'.repeat(40), publicKey: undefined, issuer: undefined, audience: undefined }, dir).secretSource).toBe(
+      'JWT_SECRET',
+    );
     expect(fs.existsSync(path.join(dir, SECRET_FILE))).toBe(false);
   });
 
   it('given a secret file that holds too little, when keys are built, then it refuses to start', () => {
     const dir = tmpDir();
     fs.writeFileSync(path.join(dir, SECRET_FILE), 'short\n', { mode: 0o600 });
-    expect(() => tokenKeys({ secret: undefined, publicKey: undefined, issuer: undefined, audience: undefined }, dir)).toThrow(/no usable secret/);
+    expect(() => tokenKeys({ secret: undefined, publicKey: undefined, issuer: undefined, audience: undefined }, dir)).toThrow(
+      /no usable secret/,
+    );
   });
 });
 
@@ -136,6 +140,9 @@ describe('vulndb token against a service without JWT settings', () => {
       stdout: '',
       stderr: expect.stringContaining('only JWT_PUBLIC_KEY is configured'),
     });
-    await expect(cli(['--sub', 'x', '--ttl', '3x'], { DATA_DIR: dataDir })).rejects.toMatchObject({ stdout: '', stderr: expect.stringContaining('--ttl') });
+    await expect(cli(['--sub', 'x', '--ttl', '3x'], { DATA_DIR: dataDir })).rejects.toMatchObject({
+      stdout: '',
+      stderr: expect.stringContaining('--ttl'),
+    });
   });
 });

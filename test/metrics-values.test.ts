@@ -37,7 +37,8 @@ function expectClose(actual: Record<string, number>, expected: Record<string, nu
 }
 
 function metricsClient(svc: () => TestService) {
-  return (path: string, bearer = ADMIN) => json(fetch(`${svc().metricsApiUrl}/api/v1/${path}`, { headers: { Authorization: `Bearer ${bearer}` } }));
+  return (path: string, bearer = ADMIN) =>
+    json(fetch(`${svc().metricsApiUrl}/api/v1/${path}`, { headers: { Authorization: `Bearer ${bearer}` } }));
 }
 
 describe('metrics of the SPEC §3.8 worked example (team W, now 2024-01-06T10:00:00Z)', () => {
@@ -92,7 +93,9 @@ describe('metrics of the SPEC §3.8 worked example (team W, now 2024-01-06T10:00
   });
 
   it('given MTTR ranges, when the fix (01-03) is inside or outside, then the sample is counted or not', async () => {
-    expect(await get(`${team}/stats/mttr?minDate=2024-01-03&maxDate=2024-01-03`, member)).toEqual({ mttr: { total: 48, ...sev({ medium: 48 }) } });
+    expect(await get(`${team}/stats/mttr?minDate=2024-01-03&maxDate=2024-01-03`, member)).toEqual({
+      mttr: { total: 48, ...sev({ medium: 48 }) },
+    });
     expect(await get(`${team}/stats/mttr?minDate=2024-01-04`, member)).toEqual({ mttr: { total: 0, ...sev() } });
   });
 
@@ -117,7 +120,9 @@ describe('metrics of the SPEC §3.8 worked example (team W, now 2024-01-06T10:00
   it('given identifiers, when they name the target or another one, then the scope follows', async () => {
     expect(await get(`${team}/stats/open?identifiers=www.example.com`, member)).toEqual({ open_issues: sev({ medium: 1 }) });
     expect(await get(`${team}/stats/open?identifiers=other.example.com`, member)).toEqual({ open_issues: sev() });
-    expect(await get(`${team}/stats/assets?identifiers=other.example.com,x.example.com`, member)).toEqual({ assets: { total: 0, ...sev() } });
+    expect(await get(`${team}/stats/assets?identifiers=other.example.com,x.example.com`, member)).toEqual({
+      assets: { total: 0, ...sev() },
+    });
   });
 
   it('given the same statistic in the database API, when both are asked with the same filters, then the bodies are identical', async () => {
@@ -238,7 +243,9 @@ describe('metrics of a multi-team history (teams A and B share ab.example.com)',
 
   it('given date ranges, when open/fixed/MTTR are filtered, then rules 1 and 2 and the fix window apply', async () => {
     // Rule 1: periods started in [01-02, 01-04): Y1, Z1, Z2.
-    expect(await get('stats/open?minDate=2024-01-02&maxDate=2024-01-03')).toEqual({ open_issues: sev({ high: 1, medium: 1, informational: 1 }) });
+    expect(await get('stats/open?minDate=2024-01-02&maxDate=2024-01-03')).toEqual({
+      open_issues: sev({ high: 1, medium: 1, informational: 1 }),
+    });
     // Rule 2: X2 fixed 01-04 10:00 and still fixed at the end of 01-04.
     expect(await get('stats/fixed?minDate=2024-01-04&maxDate=2024-01-04')).toEqual({ fixed_issues: sev({ low: 1 }) });
     // Only minDate: the range ends now; X2 and Z1 were fixed since 01-04.
@@ -249,7 +256,9 @@ describe('metrics of a multi-team history (teams A and B share ab.example.com)',
   });
 
   it('given atDate=2024-01-04 (00:00), when counts and exposures are read, then the state at that instant counts', async () => {
-    expect(await get('stats/open?atDate=2024-01-04')).toEqual({ open_issues: sev({ critical: 1, high: 1, medium: 1, low: 1, informational: 1 }) });
+    expect(await get('stats/open?atDate=2024-01-04')).toEqual({
+      open_issues: sev({ critical: 1, high: 1, medium: 1, low: 1, informational: 1 }),
+    });
     expect(await get('stats/fixed?atDate=2024-01-04')).toEqual({ fixed_issues: sev() });
     // X1 62, X2 62, Y1 38, Z1 14, Z2 14 hours; W did not exist yet.
     expectClose((await get('stats/exposure?atDate=2024-01-04')).exposure, pct(14, 14, 38, 62, 62, 38));
@@ -276,7 +285,9 @@ describe('metrics of a multi-team history (teams A and B share ab.example.com)',
 
   it('given identifiers, when they narrow a scope, then only those targets of the scope count', async () => {
     expect(await get(`teams/${TEAM_A}/stats/open?identifiers=ab.example.com`)).toEqual({ open_issues: sev({ informational: 1 }) });
-    expect(await get(`teams/${TEAM_B}/stats/assets?identifiers=ab.example.com`)).toEqual({ assets: { total: 1, ...sev({ informational: 1 }) } });
+    expect(await get(`teams/${TEAM_B}/stats/assets?identifiers=ab.example.com`)).toEqual({
+      assets: { total: 1, ...sev({ informational: 1 }) },
+    });
     expect(await get(`teams/${TEAM_B}/stats/assets?identifiers=a.example.com`)).toEqual({ assets: { total: 0, ...sev() } });
     expect(await get('stats/open?identifiers=c.example.com,b.example.com')).toEqual({ open_issues: sev({ high: 2 }) });
   });

@@ -35,7 +35,8 @@ afterAll(async () => {
 function migrationsUpTo(last: number): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vulndb-migrations-'));
   dirs.push(dir);
-  for (const f of fs.readdirSync(SQL_DIR).filter((f) => Number(f.slice(0, 4)) <= last)) fs.copyFileSync(path.join(SQL_DIR, f), path.join(dir, f));
+  for (const f of fs.readdirSync(SQL_DIR).filter((f) => Number(f.slice(0, 4)) <= last))
+    fs.copyFileSync(path.join(SQL_DIR, f), path.join(dir, f));
   return dir;
 }
 

@@ -30,7 +30,13 @@ describe('the admin listener', () => {
     svc = await startTestService({ env: { JWT_SECRET: METRICS_SECRET } });
     const before = await (await fetch(`${svc.adminUrl}/metrics`)).text();
     // A few requests, one ingested report, one cache hit, one rejected report.
-    await json(svc.postJson('/checks', report({ check_id: 'obs-1', target: 'obs.example.com', end_time: '2024-01-01 10:00:00', vulnerabilities: [V] })), 202);
+    await json(
+      svc.postJson(
+        '/checks',
+        report({ check_id: 'obs-1', target: 'obs.example.com', end_time: '2024-01-01 10:00:00', vulnerabilities: [V] }),
+      ),
+      202,
+    );
     await svc.settle();
     expect((await svc.postJson('/checks', { status: 'FINISHED' })).status).toBe(400);
     await json(svc.db('/findings?status=OPEN'));
@@ -48,9 +54,15 @@ describe('the admin listener', () => {
     sample(metricsText, name, labels) - sample((svc as unknown as { before: string }).before, name, labels);
 
   it('given a few requests, when scraped, then request durations are counted by API, route pattern, method and status', () => {
-    expect(delta('vulndb_http_request_duration_seconds_count', { api: 'database', route: '/findings', method: 'GET', status: '200' })).toBe(2);
-    expect(delta('vulndb_http_request_duration_seconds_count', { api: 'database', route: '/checks', method: 'POST', status: '202' })).toBe(1);
-    expect(delta('vulndb_http_request_duration_seconds_count', { api: 'metrics', route: '/api/v1/stats/open', method: 'GET', status: '200' })).toBe(1);
+    expect(delta('vulndb_http_request_duration_seconds_count', { api: 'database', route: '/findings', method: 'GET', status: '200' })).toBe(
+      2,
+    );
+    expect(delta('vulndb_http_request_duration_seconds_count', { api: 'database', route: '/checks', method: 'POST', status: '202' })).toBe(
+      1,
+    );
+    expect(
+      delta('vulndb_http_request_duration_seconds_count', { api: 'metrics', route: '/api/v1/stats/open', method: 'GET', status: '200' }),
+    ).toBe(1);
   });
 
   it('given one stored and one rejected report, when scraped, then the outcomes, the batch and the lag are counted', () => {
@@ -71,7 +83,8 @@ describe('the admin listener', () => {
 
   it('when scraped, then the queues, the store statements and the process are described', () => {
     for (const queue of ['checks', 'checks-bulk']) {
-      for (const state of ['waiting', 'active', 'delayed', 'failed']) expect(metricsText).toContain(`vulndb_queue_jobs{queue="${queue}",state="${state}"} 0`);
+      for (const state of ['waiting', 'active', 'delayed', 'failed'])
+        expect(metricsText).toContain(`vulndb_queue_jobs{queue="${queue}",state="${state}"} 0`);
     }
     expect(delta('vulndb_store_query_duration_seconds_count', { kind: 'query' })).toBeGreaterThan(0);
     expect(delta('vulndb_store_query_duration_seconds_count', { kind: 'insert' })).toBeGreaterThan(0);

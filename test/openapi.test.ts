@@ -16,7 +16,8 @@ import { ProcessLocks } from '../src/ingest/target-locks.js';
 import { json, REDIS_URL, startTestService, type TestService } from './support/service.js';
 
 /** METHOD /path with every path parameter written {x}, as the document writes them. */
-const normalise = (method: string, path: string) => `${method.toUpperCase()} ${path.replace(/:([A-Za-z_]+)/g, '{x}').replace(/\{[^}]+\}/g, '{x}')}`;
+const normalise = (method: string, path: string) =>
+  `${method.toUpperCase()} ${path.replace(/:([A-Za-z_]+)/g, '{x}').replace(/\{[^}]+\}/g, '{x}')}`;
 
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
 /** The operations of a path item (its other keys, such as `servers`, left out). */
@@ -68,7 +69,13 @@ describe('the OpenAPI document', () => {
       pageSizeDefault: 20,
       pageSizeMax: 100,
     });
-    const keys = { secret: createSecretKey(Buffer.from(SECRET)), publicKey: undefined, issuer: undefined, audience: undefined, secretSource: 'JWT_SECRET' as const };
+    const keys = {
+      secret: createSecretKey(Buffer.from(SECRET)),
+      publicKey: undefined,
+      issuer: undefined,
+      audience: undefined,
+      secretSource: 'JWT_SECRET' as const,
+    };
     const metrics = createMetricsApi({ store, log: silentLogger, keys });
     const served = new Set([...servedBy(db), ...servedBy(metrics)]);
     served.delete('GET /openapi.json');
@@ -111,7 +118,12 @@ describe('the OpenAPI document', () => {
       await res.arrayBuffer();
       if (res.headers.get('x-cache') !== null) answered.push(path);
     }
-    expect(documented).toEqual(['/findings', '/sources/{source_id}/findings', '/issues/{issue_id}/findings', '/targets/{target_id}/findings']);
+    expect(documented).toEqual([
+      '/findings',
+      '/sources/{source_id}/findings',
+      '/issues/{issue_id}/findings',
+      '/targets/{target_id}/findings',
+    ]);
     expect(answered).toEqual(documented);
   });
 
@@ -128,7 +140,9 @@ describe('the OpenAPI document', () => {
       const op = item.get;
       expect(op.security, path).toEqual([{ bearer: [] }]);
       for (const status of ['401', '403', '422', '500']) {
-        expect(op.responses[status]?.content['application/json'].schema, `${path} ${status}`).toEqual({ $ref: '#/components/schemas/MetricsError' });
+        expect(op.responses[status]?.content['application/json'].schema, `${path} ${status}`).toEqual({
+          $ref: '#/components/schemas/MetricsError',
+        });
       }
       expect(op.responses['200'].headers['X-Cache'].schema.enum).toEqual(['HIT', 'MISS', 'BYPASS']);
     }
@@ -177,7 +191,11 @@ describe('the OpenAPI document', () => {
       const res = await metricsApi(path, { method, ...(token ? { headers: { Authorization: `Bearer ${token}` } } : {}) });
       expect(res.status, `${method} ${path}`).toBe(405);
       expect(allowOf(res), `${method} ${path}`).toEqual(['GET', 'HEAD']);
-      expect(metricsErrorBodySchema.parse(await res.json())).toEqual({ code: 405, error: 'Method Not Allowed', type: 'Method Not Allowed' });
+      expect(metricsErrorBodySchema.parse(await res.json())).toEqual({
+        code: 405,
+        error: 'Method Not Allowed',
+        type: 'Method Not Allowed',
+      });
     }
     // Unknown paths stay 404 without Allow; OPTIONS keeps the framework's answer.
     const unknown = await svc.db('/nowhere', { method: 'DELETE' });
@@ -200,8 +218,17 @@ describe('the OpenAPI document', () => {
     // zod reads JSON Schema but not `not`: the other branch's `not` (checked above) is applied by hand.
     const finishedSchema = z.fromJSONSchema(finished);
     const otherSchema = z.fromJSONSchema({ ...other, properties: { status: { type: 'string' } } });
-    const branches = (body: any) => [finishedSchema.safeParse(body).success, otherSchema.safeParse(body).success && body.status !== 'FINISHED'];
-    const report = { status: 'FINISHED', check_id: 'c1', checktype_name: 'vulcan-tls', target: 'www.example.com', end_time: '2024-01-05 10:00:00' };
+    const branches = (body: any) => [
+      finishedSchema.safeParse(body).success,
+      otherSchema.safeParse(body).success && body.status !== 'FINISHED',
+    ];
+    const report = {
+      status: 'FINISHED',
+      check_id: 'c1',
+      checktype_name: 'vulcan-tls',
+      target: 'www.example.com',
+      end_time: '2024-01-05 10:00:00',
+    };
     expect(branches({ status: 'RUNNING', progress: 0.5, target: 42 })).toEqual([false, true]);
     expect(branches({ status: 'finished' })).toEqual([false, true]);
     expect(branches(report)).toEqual([true, false]);

@@ -92,7 +92,9 @@ describe('503 Query Timeout over HTTP', () => {
     // Warm up: the first request of a process compiles the whole route stack. (Not the endpoints
     // below, whose answers would be cached.)
     expect((await svc.db('/targets')).status).toBe(200);
-    expect((await fetch(`${svc.metricsApiUrl}/api/v1/stats/fixed`, { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } })).status).toBe(200);
+    expect((await fetch(`${svc.metricsApiUrl}/api/v1/stats/fixed`, { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } })).status).toBe(
+      200,
+    );
   });
   afterAll(() => svc.close());
 

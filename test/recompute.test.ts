@@ -60,7 +60,11 @@ async function corruptLatest(store: Store, id: string): Promise<void> {
 async function corruptThree(store: Store) {
   await corrupt(store, catalog.fid(T3, I2), `'FIXED' AS status, [toDateTime('2024-02-20 00:00:00', 'UTC')] AS fixed_at`);
   await corrupt(store, catalog.fid(T2, I3), `8.0 AS score, 'high' AS severity`);
-  await corrupt(store, catalog.fid(T2, I1), 'arraySlice(family_periods, 1, 1) AS family_periods, arraySlice(family_ids, 1, 1) AS family_ids, 7 AS ttr_sum');
+  await corrupt(
+    store,
+    catalog.fid(T2, I1),
+    'arraySlice(family_periods, 1, 1) AS family_periods, arraySlice(family_ids, 1, 1) AS family_ids, 7 AS ttr_sum',
+  );
 }
 
 const PATHS = [
@@ -151,10 +155,9 @@ describe('vulndb recompute', () => {
 
     const one = await recomputeFindings(broken.store, broken.locks, { target: T1 });
     expect(one).toMatchObject({ targets: 1, total: 1, versions: 1 });
-    const [t4] = await broken.store.query<{ found: number[] }>(
-      'SELECT found_at AS found FROM findings FINAL WHERE id = {id:UUID}',
-      { id: catalog.fid(T4, I3) },
-    );
+    const [t4] = await broken.store.query<{ found: number[] }>('SELECT found_at AS found FROM findings FINAL WHERE id = {id:UUID}', {
+      id: catalog.fid(T4, I3),
+    });
     expect(t4!.found).toEqual([]); // still wrong: not its target
 
     expect(await recomputeFindings(broken.store, broken.locks)).toMatchObject({ versions: 1 });
@@ -191,7 +194,12 @@ describe('vulndb recompute as a command', () => {
 
   it('runs on a store of its own with a summary, and exits with code 1 for an unknown target', async () => {
     // No Redis: embedded mode needs none (in-process locks), and no one else's keys are touched.
-    const env = { ...process.env, DATA_DIR: path.join(testDataDir(), 'cli-recompute'), REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'error' };
+    const env = {
+      ...process.env,
+      DATA_DIR: path.join(testDataDir(), 'cli-recompute'),
+      REDIS_URL: 'redis://127.0.0.1:1',
+      LOG_LEVEL: 'error',
+    };
     const ok = await run(process.execPath, [bin, 'recompute', '--json'], { env });
     expect(JSON.parse(ok.stdout)).toMatchObject({ targets: 0, total: 0, findings: 0, versions: 0 });
     expect(ok.stderr).toContain('targets 0/0');

@@ -62,7 +62,15 @@ describe('request limits (SPEC §5.6)', () => {
     await json(svc.db('/targets'));
     const log = createLogger('silent');
     bigDb = await listen(
-      createDbApi({ store: svc.store, queue: svc.queue!, log, maxReportBytes: 1 << 20, pageSizeDefault: 20, pageSizeMax: 100, locks: svc.locks }).callback(),
+      createDbApi({
+        store: svc.store,
+        queue: svc.queue!,
+        log,
+        maxReportBytes: 1 << 20,
+        pageSizeDefault: 20,
+        pageSizeMax: 100,
+        locks: svc.locks,
+      }).callback(),
     );
     bigMetrics = await listen(createMetricsApi({ store: svc.store, log, keys: tokenKeys(svc.config.jwt, svc.config.dataDir) }).callback());
   });
@@ -127,7 +135,9 @@ describe('request limits (SPEC §5.6)', () => {
     it('answers a request line Node refuses (a raw byte over 0x7F) with a JSON 400', async () => {
       const { port } = new URL(svc.dbApiUrl!);
       const answer = await new Promise<string>((resolve, reject) => {
-        const socket = net.connect(Number(port), '127.0.0.1', () => socket.end(Buffer.from('GET /findings\xff HTTP/1.1\r\nHost: x\r\n\r\n', 'latin1')));
+        const socket = net.connect(Number(port), '127.0.0.1', () =>
+          socket.end(Buffer.from('GET /findings\xff HTTP/1.1\r\nHost: x\r\n\r\n', 'latin1')),
+        );
         let text = '';
         socket.on('data', (d) => (text += d.toString('latin1')));
         socket.on('end', () => resolve(text));
@@ -237,7 +247,9 @@ describe('request limits (SPEC §5.6)', () => {
       expect((await json(post({ identifier: 'i'.repeat(3000), teams: 'x' }), 400)).message).toContain('teams');
       expect(await json(post({ identifier: '', teams: teams(101) }), 422)).toEqual({ message: 'identifier can not be void' });
       expect(await json(post({ identifier: 'i'.repeat(2049), teams: [''] }), 422)).toEqual({ message: 'identifier too long' });
-      expect(await json(post({ identifier: 'ok.example.com', teams: ['', 'x'.repeat(257)] }), 422)).toEqual({ message: 'team can not be void' });
+      expect(await json(post({ identifier: 'ok.example.com', teams: ['', 'x'.repeat(257)] }), 422)).toEqual({
+        message: 'team can not be void',
+      });
     });
   });
 });

@@ -56,4 +56,3 @@ describe('graceful shutdown', () => {
     }
   });
 });
-

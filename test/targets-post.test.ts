@@ -34,8 +34,12 @@ describe('POST /targets (SPEC §6.6)', () => {
 
   it('rejects a void identifier or team with 422, the identifier message winning', async () => {
     expect(await json(svc.postJson('/targets', { teams: [TEAM_A] }), 422)).toEqual({ message: 'identifier can not be void' });
-    expect(await json(svc.postJson('/targets', { identifier: '', teams: [TEAM_A] }), 422)).toEqual({ message: 'identifier can not be void' });
-    expect(await json(svc.postJson('/targets', { identifier: 'x.example.com', teams: [''] }), 422)).toEqual({ message: 'team can not be void' });
+    expect(await json(svc.postJson('/targets', { identifier: '', teams: [TEAM_A] }), 422)).toEqual({
+      message: 'identifier can not be void',
+    });
+    expect(await json(svc.postJson('/targets', { identifier: 'x.example.com', teams: [''] }), 422)).toEqual({
+      message: 'team can not be void',
+    });
     expect(await json(svc.postJson('/targets', { identifier: '', teams: [''] }), 422)).toEqual({ message: 'identifier can not be void' });
   });
 
@@ -49,7 +53,13 @@ describe('POST /targets (SPEC §6.6)', () => {
 
   it('counts targets created by POST /targets and shares them with ingestion', async () => {
     await json(svc.postJson('/targets', { identifier: 'new.example.com', teams: [TEAM_B] }), 201);
-    await json(svc.postJson('/checks', report({ check_id: 'n-1', target: 'new.example.com', end_time: '2024-01-01 10:00:00', vulnerabilities: [V] })), 202);
+    await json(
+      svc.postJson(
+        '/checks',
+        report({ check_id: 'n-1', target: 'new.example.com', end_time: '2024-01-01 10:00:00', vulnerabilities: [V] }),
+      ),
+      202,
+    );
     await svc.settle();
     const { size } = await json(svc.db('/stats/size'));
     expect(size.targets).toBe(2); // www.example.com and new.example.com, the latter created once

@@ -13,7 +13,11 @@ import { json, startTestService, type TestService } from './support/service.js';
 
 const TEAMS = ['a0000000-0000-4000-8000-00000000000a', 'b0000000-0000-4000-8000-00000000000b', 'c0000000-0000-4000-8000-00000000000c'];
 const TARGETS = Array.from({ length: 12 }, (_, i) => `host-${i}.example.com`);
-const VULNS: VulnSpec[] = Array.from({ length: 4 }, (_, i) => ({ summary: `Issue ${i}`, description: `Issue ${i} found.`, score: 2 + i * 2 }));
+const VULNS: VulnSpec[] = Array.from({ length: 4 }, (_, i) => ({
+  summary: `Issue ${i}`,
+  description: `Issue ${i} found.`,
+  score: 2 + i * 2,
+}));
 
 /** Scan `scan` of target `t`: a changing subset of the vulnerabilities, so findings open, close and reopen. */
 const scanOf = (t: number, scan: number) =>
@@ -37,7 +41,8 @@ async function copyAndTruth(svc: TestService): Promise<{ copy: string[]; truth: 
      ORDER BY line`,
   );
   // Counters: summed per (team, target); a target whose counters are all zero may have no row.
-  const counters = "tuple(sum(open_critical), sum(open_high), sum(open_medium), sum(open_low), sum(open_informational), sum(fixed_critical), sum(fixed_high), sum(fixed_medium), sum(fixed_low), sum(fixed_informational))";
+  const counters =
+    'tuple(sum(open_critical), sum(open_high), sum(open_medium), sum(open_low), sum(open_informational), sum(fixed_critical), sum(fixed_high), sum(fixed_medium), sum(fixed_low), sum(fixed_informational))';
   const nonZero = `HAVING ${counters} != tuple(0, 0, 0, 0, 0, 0, 0, 0, 0, 0)`;
   const copiedCounts = await svc.store.query<{ line: string }>(
     `SELECT concat(team, ' ', toString(target_id), ' ', toString(${counters})) AS line FROM team_finding_counts
@@ -80,16 +85,23 @@ describe('team copies of findings and counters', () => {
   });
   afterAll(() => svc.close());
 
-  it('given findings ingested before and after their targets join teams, then each team holds exactly its targets\' current findings', async () => {
+  it("given findings ingested before and after their targets join teams, then each team holds exactly its targets' current findings", async () => {
     // Half the targets have a team before any report, the rest join after their first scans.
     for (let t = 0; t < 6; t += 1) await json(svc.postJson('/targets', { identifier: TARGETS[t], teams: [TEAMS[t % 3]] }), 201);
-    await ingest(svc, TARGETS.flatMap((_, t) => [scanOf(t, 0), scanOf(t, 1)]));
-    for (let t = 6; t < 12; t += 1) await json(svc.postJson('/targets', { identifier: TARGETS[t], teams: [TEAMS[t % 3], TEAMS[(t + 1) % 3]] }), 201);
+    await ingest(
+      svc,
+      TARGETS.flatMap((_, t) => [scanOf(t, 0), scanOf(t, 1)]),
+    );
+    for (let t = 6; t < 12; t += 1)
+      await json(svc.postJson('/targets', { identifier: TARGETS[t], teams: [TEAMS[t % 3], TEAMS[(t + 1) % 3]] }), 201);
     const joined = await copyAndTruth(svc);
     expect(joined.truth.length).toBeGreaterThan(40);
     expect(joined.copy).toEqual(joined.truth);
 
-    await ingest(svc, TARGETS.flatMap((_, t) => [scanOf(t, 2), scanOf(t, 3)]));
+    await ingest(
+      svc,
+      TARGETS.flatMap((_, t) => [scanOf(t, 2), scanOf(t, 3)]),
+    );
     const later = await copyAndTruth(svc);
     expect(later.copy).toEqual(later.truth);
   });
@@ -107,7 +119,7 @@ describe('team copies of findings and counters', () => {
     expect(copy).toEqual(truth);
   });
 
-  it('answers a team\'s statistics from the copy exactly as from the set of its targets', async () => {
+  it("answers a team's statistics from the copy exactly as from the set of its targets", async () => {
     const team = TEAMS[1]!;
     const [versions] = await svc.store.query<{ rows: number; findings: number }>(
       'SELECT count() AS rows, uniqExact(id) AS findings FROM team_findings WHERE team = {team:String}',
@@ -127,7 +139,13 @@ describe('team copies of findings and counters', () => {
     expect(pageViaCopy).toEqual(pageViaSet);
     expect(pageViaCopy.pagination.total).toBe(TARGETS.length * VULNS.length);
     // Pages read in id order from the copy, or sorted by score, with filters, agree too.
-    for (const query of ['size=5&page=3', 'status=OPEN&size=7&page=2', 'sortBy=-score&size=6&page=2', 'atDate=2024-01-03&size=10', 'minDate=2024-01-02&maxDate=2024-01-04&status=FIXED']) {
+    for (const query of [
+      'size=5&page=3',
+      'status=OPEN&size=7&page=2',
+      'sortBy=-score&size=6&page=2',
+      'atDate=2024-01-03&size=10',
+      'minDate=2024-01-02&maxDate=2024-01-04&status=FIXED',
+    ]) {
       const viaCopy = await json(svc.db(`/findings?team=${team}&${query}`));
       expect(viaCopy.findings.length).toBeGreaterThan(0);
       expect(viaCopy).toEqual(await json(svc.db(`/findings?teams=${team}&${query}`)));

@@ -65,16 +65,18 @@ async function applyBundle(batcher: ReportBatcher, job: Job): Promise<BundleOutc
     prepared.push(p);
   }
   // All settled before the job ends, so that a retry never overlaps its own first attempt.
-  const settled = await Promise.allSettled(
-    prepared.map((p, i) => batcher.submitPrepared(p, { ...jobLike(job), id: `${job.id}/${i}` })),
-  );
+  const settled = await Promise.allSettled(prepared.map((p, i) => batcher.submitPrepared(p, { ...jobLike(job), id: `${job.id}/${i}` })));
   // A report the store refused on its own fails the bundle without retry, naming it; the others
   // are stored (SPEC §3.7, isolation). Any other failure retries the bundle.
-  const refused = settled.flatMap((s, i) => (s.status === 'rejected' && s.reason instanceof ReportRejected ? [`reports[${i}]: ${s.reason.message}`] : []));
+  const refused = settled.flatMap((s, i) =>
+    s.status === 'rejected' && s.reason instanceof ReportRejected ? [`reports[${i}]: ${s.reason.message}`] : [],
+  );
   const failed = settled.find((s) => s.status === 'rejected' && !(s.reason instanceof ReportRejected));
   if (failed) throw (failed as PromiseRejectedResult).reason;
   if (refused.length > 0) {
-    throw new UnrecoverableError(`${refused.length} of ${settled.length} reports refused (the others are stored): ${refused.slice(0, 5).join('; ')}`);
+    throw new UnrecoverableError(
+      `${refused.length} of ${settled.length} reports refused (the others are stored): ${refused.slice(0, 5).join('; ')}`,
+    );
   }
   const outcome: BundleOutcome = { reports: settled.length, ingested: 0, duplicates: 0, ignored: 0 };
   for (const s of settled as PromiseFulfilledResult<JobOutcome>[]) {

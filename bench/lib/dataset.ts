@@ -60,7 +60,8 @@ async function build(store: Store, scale: Scale): Promise<{ reports: number; sec
   const batcher = new ReportBatcher({ store, locks: new ProcessLocks(), batchSize, waitMs: 20, concurrency, maxEventAgeDays: 0, log });
   const started = performance.now();
   const reports = await replayLines(batcher, syntheticTexts({ targets, scans, churn: 0.01 }), concurrency * batchSize, (sent) => {
-    if (sent % 100_000 === 0) console.log(`  dataset ${scale}: ${sent} reports (${Math.round(sent / ((performance.now() - started) / 1000))}/s)`);
+    if (sent % 100_000 === 0)
+      console.log(`  dataset ${scale}: ${sent} reports (${Math.round(sent / ((performance.now() - started) / 1000))}/s)`);
   });
   return { reports, seconds: (performance.now() - started) / 1000 };
 }
@@ -109,7 +110,19 @@ export async function openDataset(scale: Scale): Promise<{ dataset: Dataset; sto
     await associateTeams(store, targets);
     // Settle background merges so every run measures the same table layout (and none runs
     // during the measurement).
-    for (const table of ['findings', 'finding_events', 'finding_counts', 'finding_state_deltas', 'target_teams', 'team_findings', 'team_finding_counts', 'targets', 'issues', 'sources', 'family_heads']) {
+    for (const table of [
+      'findings',
+      'finding_events',
+      'finding_counts',
+      'finding_state_deltas',
+      'target_teams',
+      'team_findings',
+      'team_finding_counts',
+      'targets',
+      'issues',
+      'sources',
+      'family_heads',
+    ]) {
       await store.command(`OPTIMIZE TABLE ${table} FINAL`);
     }
     // Likewise the key-value tables of findings pages, which RocksDB compacts in the background

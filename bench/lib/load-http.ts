@@ -74,7 +74,16 @@ class Recorder {
 }
 
 /** Runs the mix against `url` for `seconds`; `record` false for a warm-up. */
-export async function runMix(opts: { url: string; token: string; paths: MixPaths; connections: number; seconds: number; timeoutS: number; seed: number; overallRate?: number }): Promise<MixFigures> {
+export async function runMix(opts: {
+  url: string;
+  token: string;
+  paths: MixPaths;
+  connections: number;
+  seconds: number;
+  timeoutS: number;
+  seed: number;
+  overallRate?: number;
+}): Promise<MixFigures> {
   const rnd = prng(opts.seed);
   const metricsHeaders = { authorization: `Bearer ${opts.token}` };
   let last: { kind: Kind; cache: string | undefined } | undefined;
@@ -110,30 +119,33 @@ export async function runMix(opts: { url: string; token: string; paths: MixPaths
   const started = performance.now();
 
   // No connections: ingestion alone for the same time (a baseline).
-  const result = opts.connections === 0 ? await new Promise<{ errors: number; timeouts: number }>((r) => setTimeout(() => r({ errors: 0, timeouts: 0 }), opts.seconds * 1000)) : await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon(
-      {
-        url: opts.url,
-        connections: opts.connections,
-        duration: opts.seconds,
-        timeout: opts.timeoutS,
-        requests: requests as unknown as autocannon.Request[],
-        ...(opts.overallRate ? { overallRate: opts.overallRate } : {}),
-      },
-      (err, res) => (err ? reject(err) : resolve(res)),
-    );
-    instance.on('response', (_client, status, _bytes, ms) => {
-      const kind = last?.kind;
-      if (!kind) return;
-      times[kind].push(ms);
-      statuses[kind][status] = (statuses[kind][status] ?? 0) + 1;
-      const c = last!.cache ?? 'none';
-      xCache[kind][c] = (xCache[kind][c] ?? 0) + 1;
-      const second = Math.floor((performance.now() - started) / 1000);
-      perSecond[second] = (perSecond[second] ?? 0) + 1;
-      last = undefined;
-    });
-  });
+  const result =
+    opts.connections === 0
+      ? await new Promise<{ errors: number; timeouts: number }>((r) => setTimeout(() => r({ errors: 0, timeouts: 0 }), opts.seconds * 1000))
+      : await new Promise<autocannon.Result>((resolve, reject) => {
+          const instance = autocannon(
+            {
+              url: opts.url,
+              connections: opts.connections,
+              duration: opts.seconds,
+              timeout: opts.timeoutS,
+              requests: requests as unknown as autocannon.Request[],
+              ...(opts.overallRate ? { overallRate: opts.overallRate } : {}),
+            },
+            (err, res) => (err ? reject(err) : resolve(res)),
+          );
+          instance.on('response', (_client, status, _bytes, ms) => {
+            const kind = last?.kind;
+            if (!kind) return;
+            times[kind].push(ms);
+            statuses[kind][status] = (statuses[kind][status] ?? 0) + 1;
+            const c = last!.cache ?? 'none';
+            xCache[kind][c] = (xCache[kind][c] ?? 0) + 1;
+            const second = Math.floor((performance.now() - started) / 1000);
+            perSecond[second] = (perSecond[second] ?? 0) + 1;
+            last = undefined;
+          });
+        });
   const seconds = (performance.now() - started) / 1000;
 
   const kinds = {} as Record<Kind, KindFigures>;
@@ -141,10 +153,15 @@ export async function runMix(opts: { url: string; token: string; paths: MixPaths
   let total = 0;
   for (const kind of KINDS) {
     const s = times[kind].sorted();
-    const bad = Object.entries(statuses[kind]).reduce((n, [status, count]) => n + (Number(status) >= 200 && Number(status) < 300 ? 0 : count), 0);
+    const bad = Object.entries(statuses[kind]).reduce(
+      (n, [status, count]) => n + (Number(status) >= 200 && Number(status) < 300 ? 0 : count),
+      0,
+    );
     non2xx += bad;
     total += s.length;
-    const withHeader = Object.entries(xCache[kind]).filter(([k]) => k !== 'none').reduce((n, [, c]) => n + c, 0);
+    const withHeader = Object.entries(xCache[kind])
+      .filter(([k]) => k !== 'none')
+      .reduce((n, [, c]) => n + c, 0);
     kinds[kind] = {
       requests: s.length,
       rps: round(s.length / seconds, 1),
@@ -207,7 +224,11 @@ export function rawRequest(port: number, target: string, headers: Record<string,
       const text = Buffer.concat(chunks).toString('latin1');
       const m = /^HTTP\/1\.[01] (\d{3})/.exec(text);
       const body = text.split('\r\n\r\n').slice(1).join('\r\n\r\n');
-      resolve({ status: m ? Number(m[1]) : undefined, ms: round(ms, 2), note: m ? body.slice(0, 120) : (error ?? 'connection ended without an answer') });
+      resolve({
+        status: m ? Number(m[1]) : undefined,
+        ms: round(ms, 2),
+        note: m ? body.slice(0, 120) : (error ?? 'connection ended without an answer'),
+      });
       socket.destroy();
     };
     const timer = setTimeout(() => {

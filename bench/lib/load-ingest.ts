@@ -46,7 +46,13 @@ export interface Ingestion {
   close(): Promise<void>;
 }
 
-export function startIngestion(opts: { redisUrl: string; queuePrefix: string; rate: number; targets: number; firstScan: number }): Ingestion {
+export function startIngestion(opts: {
+  redisUrl: string;
+  queuePrefix: string;
+  rate: number;
+  targets: number;
+  firstScan: number;
+}): Ingestion {
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
   const sampler = new Redis(opts.redisUrl);
   const queue: Queue = checksQueue(redis, { queuePrefix: opts.queuePrefix, keyPrefix: 'unused' });
@@ -132,7 +138,15 @@ export function startIngestion(opts: { redisUrl: string; queuePrefix: string; ra
     ]);
     const oldest = await oldestOf([...(oldestWaiting ? [oldestWaiting] : []), ...activeIds, ...delayedIds]);
     const now = Date.now();
-    samples.push({ t: (now - started) / 1000, enqueued: sent, waiting, active, delayed, failed, oldestPendingS: oldest === undefined ? 0 : (now - oldest) / 1000 });
+    samples.push({
+      t: (now - started) / 1000,
+      enqueued: sent,
+      waiting,
+      active,
+      delayed,
+      failed,
+      oldestPendingS: oldest === undefined ? 0 : (now - oldest) / 1000,
+    });
   };
 
   let completedTimer: NodeJS.Timeout | undefined;
@@ -169,7 +183,11 @@ export function startIngestion(opts: { redisUrl: string; queuePrefix: string; ra
     async drained(timeoutMs) {
       const until = Date.now() + timeoutMs;
       while (Date.now() < until) {
-        const [waiting, active, delayed] = await Promise.all([sampler.llen(key('wait')), sampler.llen(key('active')), sampler.zcard(key('delayed'))]);
+        const [waiting, active, delayed] = await Promise.all([
+          sampler.llen(key('wait')),
+          sampler.llen(key('active')),
+          sampler.zcard(key('delayed')),
+        ]);
         if (waiting + active + delayed === 0) {
           await readCompleted();
           return true;

@@ -51,9 +51,13 @@ export interface PrivateRedis {
 
 export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning'],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   const url = `redis://127.0.0.1:${port}`;
   const started = performance.now();
   for (;;) {
@@ -136,7 +140,12 @@ export async function startService(env: Record<string, string>, port: number, st
     }
     if (rec.msg === 'batch committed') {
       const at = typeof rec.time === 'number' ? rec.time : Date.parse(String(rec.time));
-      batches.push({ at: Number.isFinite(at) ? at : Date.now(), jobs: Number(rec.jobs), duplicates: Number(rec.duplicates ?? 0), ms: Number(rec.ms) });
+      batches.push({
+        at: Number.isFinite(at) ? at : Date.now(),
+        jobs: Number(rec.jobs),
+        duplicates: Number(rec.duplicates ?? 0),
+        ms: Number(rec.ms),
+      });
     } else if (rec.msg === 'APIs listening') {
       listening?.();
     } else if (rec.level === 'warn' || rec.level === 'error' || (typeof rec.level === 'number' && rec.level >= 40)) {

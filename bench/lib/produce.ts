@@ -44,6 +44,6 @@ if (chunk.length > 0) await send(chunk);
 sent += chunk.length;
 const seconds = (performance.now() - started) / 1000;
 const cpu = process.cpuUsage();
-process.stdout.write(JSON.stringify({ sent, seconds, pausedSeconds: pausedMs / 1000, cpuSeconds: (cpu.user + cpu.system) / 1e6 }) + '\n');
+process.stdout.write(`${JSON.stringify({ sent, seconds, pausedSeconds: pausedMs / 1000, cpuSeconds: (cpu.user + cpu.system) / 1e6 })}\n`);
 await queue.close();
 await redis.quit();

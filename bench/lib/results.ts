@@ -12,7 +12,7 @@ export function writeResults(name: string, result: unknown): { latest: string; k
   // To the second: two short runs of one kind within a minute keep a file each.
   const stamp = new Date().toISOString().slice(0, 19).replace(/:/g, '');
   const kept = path.join('bench/results/runs', `${name}-${stamp}Z.json`);
-  const text = JSON.stringify(result, null, 2) + '\n';
+  const text = `${JSON.stringify(result, null, 2)}\n`;
   fs.mkdirSync(path.dirname(kept), { recursive: true });
   fs.writeFileSync(latest, text);
   fs.writeFileSync(kept, text);

@@ -150,7 +150,12 @@ export class ResponseCache {
  * Answers a request through the cache (or computes it when there is none) and tells which in the
  * `X-Cache` header. The body goes out as the cached JSON text, exactly as Koa would serialise it.
  */
-export async function answerCached(ctx: Context, cache: ResponseCache | undefined, req: CacheRequest, compute: () => Promise<unknown>): Promise<void> {
+export async function answerCached(
+  ctx: Context,
+  cache: ResponseCache | undefined,
+  req: CacheRequest,
+  compute: () => Promise<unknown>,
+): Promise<void> {
   const result = cache ? await cache.through(req, compute) : { body: JSON.stringify(await compute()), status: 'BYPASS' as const };
   ctx.set('X-Cache', result.status);
   cacheRequests.inc({ result: result.status.toLowerCase() });

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { cliConfig } from './config.js';
 import { CliError, EXIT, usageError } from './exit.js';
-import type { DirectProgress, FailedBundles, ImportProgress } from './import.js';
+import type { DirectProgress, FailedBundles, ImportProgress, ImportSummary } from './import.js';
 import { formatBytes, importRate, progressShower } from './progress.js';
 import { checkInputs, inputError } from './read-reports.js';
 
@@ -70,8 +70,11 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
   const total = checkInputs(inputs);
   const cfg = await cliConfig();
 
-  const [{ bundlesQueue }, { defaultRedisNames, requestConnection, whenReady }, { importReports, waitForQueueDrain, failedBundles, ImportStalled }] =
-    await Promise.all([import('../queue/producer.js'), import('../queue/redis.js'), import('./import.js')]);
+  const [
+    { bundlesQueue },
+    { defaultRedisNames, requestConnection, whenReady },
+    { importReports, waitForQueueDrain, failedBundles, ImportStalled },
+  ] = await Promise.all([import('../queue/producer.js'), import('../queue/redis.js'), import('./import.js')]);
   const redis = requestConnection(cfg.redisUrl);
   if (!(await whenReady(redis))) {
     redis.disconnect();
@@ -85,7 +88,7 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
   const jobIds = new Set<string>();
   try {
     if (total !== undefined) progress.show(`importing ${formatBytes(total)} from ${inputs.join(', ')}`, true);
-    let summary;
+    let summary: ImportSummary;
     try {
       summary = await readingInputs(
         importReports({
@@ -94,7 +97,9 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
           bundleSize,
           maxPending,
           stallTimeoutMs,
-          onEnqueued: (ids) => ids.forEach((id) => jobIds.add(id)),
+          onEnqueued: (ids) => {
+            for (const id of ids) jobIds.add(id);
+          },
           onProgress: (p) => progress.show(queuedLine(p, total, elapsed())),
         }),
       );
@@ -121,7 +126,7 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
     }
     const seconds = elapsed();
     if (opts.json) {
-      process.stdout.write(JSON.stringify({ ...summary, seconds, ...(failed ? { failedBundles: failed } : {}) }) + '\n');
+      process.stdout.write(`${JSON.stringify({ ...summary, seconds, ...(failed ? { failedBundles: failed } : {}) })}\n`);
     } else {
       process.stdout.write(
         `accepted ${summary.accepted}, ignored ${summary.ignored} (status not FINISHED), rejected ${summary.rejected} ` +
@@ -142,16 +147,23 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
 /** Applies reports in this process (no queue): a backfill or replay into a store it can own. */
 async function directImport(inputs: string[], total: number | undefined, json: boolean) {
   const cfg = await cliConfig();
-  const [{ createLogger }, { openStore }, { migrate }, { ReportBatcher }, { ProcessLocks, TargetLocks }, redisModule, { directBatchesInFlight, importDirect }] =
-    await Promise.all([
-      import('../log.js'),
-      import('../storage/gateway.js'),
-      import('../storage/migrate.js'),
-      import('../ingest/batcher.js'),
-      import('../ingest/target-locks.js'),
-      import('../queue/redis.js'),
-      import('./import.js'),
-    ]);
+  const [
+    { createLogger },
+    { openStore },
+    { migrate },
+    { ReportBatcher },
+    { ProcessLocks, TargetLocks },
+    redisModule,
+    { directBatchesInFlight, importDirect },
+  ] = await Promise.all([
+    import('../log.js'),
+    import('../storage/gateway.js'),
+    import('../storage/migrate.js'),
+    import('../ingest/batcher.js'),
+    import('../ingest/target-locks.js'),
+    import('../queue/redis.js'),
+    import('./import.js'),
+  ]);
   const { defaultRedisNames, keys, requestConnection, whenReady } = redisModule;
   const log = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
   const store = await openStore(cfg.store);
@@ -176,17 +188,30 @@ async function directImport(inputs: string[], total: number | undefined, json: b
   });
   const progress = progressShower();
   if (total !== undefined) {
-    progress.show(`importing ${formatBytes(total)} directly into ${store.mode === 'embedded' ? cfg.store.embeddedPath : cfg.store.url}`, true);
+    progress.show(
+      `importing ${formatBytes(total)} directly into ${store.mode === 'embedded' ? cfg.store.embeddedPath : cfg.store.url}`,
+      true,
+    );
   }
   const started = performance.now();
   const elapsed = () => (performance.now() - started) / 1000;
   const summary = await readingInputs(
-    importDirect({ inputs, batcher, maxInFlight: concurrency * cfg.ingest.batchSize, onProgress: (p) => progress.show(directLine(p, total, elapsed())) }),
+    importDirect({
+      inputs,
+      batcher,
+      maxInFlight: concurrency * cfg.ingest.batchSize,
+      onProgress: (p) => progress.show(directLine(p, total, elapsed())),
+    }),
   );
   progress.show(directLine(summary, total, summary.seconds), true);
   progress.end();
   // Answers cached before the import must not outlive it (src/cache/response-cache.ts).
-  const bumped = redisUp && (await redis.incr(keys.dataVersion(defaultRedisNames)).then(() => true, () => false));
+  const bumped =
+    redisUp &&
+    (await redis.incr(keys.dataVersion(defaultRedisNames)).then(
+      () => true,
+      () => false,
+    ));
   if (!bumped && summary.ingested > 0) {
     process.stderr.write(
       `warning: Redis at ${cfg.redisUrl} did not answer, so the data version was not bumped: ` +
@@ -197,7 +222,7 @@ async function directImport(inputs: string[], total: number | undefined, json: b
   if (redisUp) await redis.quit().catch(() => undefined);
   else redis.disconnect();
   await store.close();
-  if (json) process.stdout.write(JSON.stringify(summary) + '\n');
+  if (json) process.stdout.write(`${JSON.stringify(summary)}\n`);
   else {
     process.stdout.write(
       `ingested ${summary.ingested}, duplicates ${summary.duplicates}, ignored ${summary.ignored} (status not FINISHED), ` +

@@ -61,7 +61,7 @@ export interface ImportSummary extends ImportProgress {
 
 const sum = (c: Record<string, number>) => Object.values(c).reduce((a, b) => a + b, 0);
 
-async function pendingJobs(queue: Queue): Promise<number> {
+async function _pendingJobs(queue: Queue): Promise<number> {
   return sum(await queue.getJobCounts('waiting', 'prioritized', 'delayed'));
 }
 
@@ -133,7 +133,8 @@ export async function importReports(opts: ImportOptions): Promise<ImportSummary>
     }
     const verdict = checkReport(record.data);
     if (verdict.kind === 'invalid') reject(record.origin, verdict.reason);
-    else if (verdict.kind === 'ignored') p.ignored += 1; // valid, but the worker would ignore it
+    else if (verdict.kind === 'ignored')
+      p.ignored += 1; // valid, but the worker would ignore it
     else chunk.push(verdict.report);
     if (chunk.length >= chunkSize) await flush();
     else if (p.read % chunkSize === 0) opts.onProgress?.({ ...p });
@@ -242,23 +243,26 @@ export async function importDirect(opts: DirectImportOptions): Promise<DirectSum
       reject(record.origin, record.error);
       continue;
     }
-    const done: Promise<void> = opts.batcher.submit({ id: record.origin, data: record.data, attemptsStarted: 1 }).then(
-      (o) => {
-        if (o.outcome === 'ignored') p.ignored += 1;
-        else {
-          p.accepted += 1;
-          if (o.outcome === 'ingested') p.ingested += 1;
-          else p.duplicates += 1;
-        }
-      },
-      (err) => {
-        if (err instanceof ReportRejected) reject(record.origin, err.message);
-        else failure ??= err;
-      },
-    ).finally(() => {
-      inFlight.delete(done);
-      if ((p.ingested + p.duplicates) % 1000 === 0) opts.onProgress?.({ ...p });
-    });
+    const done: Promise<void> = opts.batcher
+      .submit({ id: record.origin, data: record.data, attemptsStarted: 1 })
+      .then(
+        (o) => {
+          if (o.outcome === 'ignored') p.ignored += 1;
+          else {
+            p.accepted += 1;
+            if (o.outcome === 'ingested') p.ingested += 1;
+            else p.duplicates += 1;
+          }
+        },
+        (err) => {
+          if (err instanceof ReportRejected) reject(record.origin, err.message);
+          else failure ??= err;
+        },
+      )
+      .finally(() => {
+        inFlight.delete(done);
+        if ((p.ingested + p.duplicates) % 1000 === 0) opts.onProgress?.({ ...p });
+      });
     inFlight.add(done);
     if (inFlight.size >= opts.maxInFlight) await Promise.race(inFlight);
   }

@@ -83,7 +83,11 @@ export function describeData(data: unknown): Pick<FailedJob, 'target' | 'check_i
   return out;
 }
 
-export async function listFailed(connection: Redis, names: RedisNames, opts: { queues?: string[]; limit?: number } = {}): Promise<FailedList> {
+export async function listFailed(
+  connection: Redis,
+  names: RedisNames,
+  opts: { queues?: string[]; limit?: number } = {},
+): Promise<FailedList> {
   const queues = opts.queues ?? INGEST_QUEUES;
   const limit = opts.limit ?? 50;
   return openQueues(connection, names, queues, async (qs) => {
@@ -105,7 +109,9 @@ export async function listFailed(connection: Redis, names: RedisNames, opts: { q
         });
       }
     }
-    jobs.sort((a, b) => (b.failed_at ?? '').localeCompare(a.failed_at ?? '') || a.queue.localeCompare(b.queue) || Number(b.id) - Number(a.id));
+    jobs.sort(
+      (a, b) => (b.failed_at ?? '').localeCompare(a.failed_at ?? '') || a.queue.localeCompare(b.queue) || Number(b.id) - Number(a.id),
+    );
     return { failed, jobs: jobs.slice(0, limit) };
   });
 }
@@ -115,7 +121,12 @@ export async function listFailed(connection: Redis, names: RedisNames, opts: { q
  * that id. JobNotRetried when no queue has it, when it is not failed, or when it is failed in
  * several queues (exit code 2: say which with --queue).
  */
-export async function retryJob(connection: Redis, names: RedisNames, id: string, queues: string[] = INGEST_QUEUES): Promise<{ queue: string; id: string }> {
+export async function retryJob(
+  connection: Redis,
+  names: RedisNames,
+  id: string,
+  queues: string[] = INGEST_QUEUES,
+): Promise<{ queue: string; id: string }> {
   return openQueues(connection, names, queues, async (qs) => {
     const found: { queue: Queue; state: string; job: NonNullable<Awaited<ReturnType<Queue['getJob']>>> }[] = [];
     for (const queue of qs) {
@@ -126,11 +137,16 @@ export async function retryJob(connection: Redis, names: RedisNames, id: string,
     if (found.length === 0) throw new JobNotRetried(`no job ${id} in ${where} (failed jobs are kept 7 days)`);
     const failed = found.filter((f) => f.state === 'failed');
     if (failed.length > 1) {
-      throw new JobNotRetried(`job ${id} failed in several queues (${failed.map((f) => f.queue.name).join(', ')}): choose one with --queue`, EXIT.usage);
+      throw new JobNotRetried(
+        `job ${id} failed in several queues (${failed.map((f) => f.queue.name).join(', ')}): choose one with --queue`,
+        EXIT.usage,
+      );
     }
     const chosen = failed[0];
     if (!chosen) {
-      throw new JobNotRetried(`job ${id} is not failed (${found.map((f) => `${f.queue.name}: ${f.state}`).join(', ')}): only failed jobs can be re-driven`);
+      throw new JobNotRetried(
+        `job ${id} is not failed (${found.map((f) => `${f.queue.name}: ${f.state}`).join(', ')}): only failed jobs can be re-driven`,
+      );
     }
     await chosen.job.retry('failed', REDRIVE);
     return { queue: chosen.queue.name, id };
@@ -200,9 +216,19 @@ export function failedTable(list: FailedList): string {
     cut(j.reason.replace(/\s+/g, ' '), 120),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   const per = queues.map((q) => `${q} ${list.failed[q]}`).join(', ');
-  return [line(header), ...rows.map(line), '', `${list.jobs.length} of ${total} failed jobs shown (${per}); re-drive with: vulndb jobs retry <id> | --all`, ''].join('\n');
+  return [
+    line(header),
+    ...rows.map(line),
+    '',
+    `${list.jobs.length} of ${total} failed jobs shown (${per}); re-drive with: vulndb jobs retry <id> | --all`,
+    '',
+  ].join('\n');
 }
 
 function queuesOption() {
@@ -233,7 +259,9 @@ export function jobsCommand(config: () => Config): Command {
 
   const failed = usageErrorsExit2(
     new Command('failed')
-      .description(`list failed jobs, newest first: queue, id, reason, time, attempts and report (default queues: ${INGEST_QUEUES.join(', ')})`)
+      .description(
+        `list failed jobs, newest first: queue, id, reason, time, attempts and report (default queues: ${INGEST_QUEUES.join(', ')})`,
+      )
       .addOption(queuesOption())
       .option('--limit <n>', 'jobs to show', '50')
       .option('--json', 'print {failed: {queue: count}, jobs: [...]} as JSON')
@@ -245,7 +273,11 @@ export function jobsCommand(config: () => Config): Command {
     if (!Number.isInteger(limit) || limit < 1) usageError(failed, '--limit must be a positive integer');
     const redis = await connect(config);
     try {
-      const list = await listFailed(redis, { ...defaultRedisNames, queuePrefix: opts.queuePrefix }, { queues: opts.queue ?? INGEST_QUEUES, limit });
+      const list = await listFailed(
+        redis,
+        { ...defaultRedisNames, queuePrefix: opts.queuePrefix },
+        { queues: opts.queue ?? INGEST_QUEUES, limit },
+      );
       process.stdout.write(opts.json ? `${JSON.stringify(list)}\n` : failedTable(list));
       process.exitCode = EXIT.ok;
     } finally {
@@ -271,8 +303,12 @@ export function jobsCommand(config: () => Config): Command {
       if (opts.all) {
         const retried = await retryAll(redis, names, queues);
         const total = Object.values(retried).reduce((a, b) => a + b, 0);
-        const per = Object.entries(retried).map(([q, n]) => `${q} ${n}`).join(', ');
-        process.stdout.write(total === 0 ? `no failed jobs to re-drive in ${queues.join(', ')}\n` : `re-drove ${total} failed jobs (${per})\n`);
+        const per = Object.entries(retried)
+          .map(([q, n]) => `${q} ${n}`)
+          .join(', ');
+        process.stdout.write(
+          total === 0 ? `no failed jobs to re-drive in ${queues.join(', ')}\n` : `re-drove ${total} failed jobs (${per})\n`,
+        );
         process.exitCode = EXIT.ok;
         return;
       }

@@ -39,7 +39,10 @@ program
   .argument('<inputs...>', 'files, directories or -')
   .option('--wait', 'wait until the worker has processed every queued report, then report failed bundles')
   .addOption(
-    new Option('--wait-timeout <seconds>', 'give up when no queued job finishes for this long (no worker running?); 0: no limit').default('300', '300'),
+    new Option('--wait-timeout <seconds>', 'give up when no queued job finishes for this long (no worker running?); 0: no limit').default(
+      '300',
+      '300',
+    ),
   )
   .option('--direct', 'apply the reports in this process instead of queueing them (backfills; embedded mode needs the service stopped)')
   .addOption(new Option('--max-pending <n>', 'pause enqueueing while the queue holds more reports than this').default('50000', '50000'))
@@ -79,10 +82,15 @@ lazyCommand('jobs', 'list and re-drive failed jobs of the ingest queues', 'jobs 
   const [{ configGetter }, { jobsCommand }] = await Promise.all([import('./config.js'), import('./jobs.js')]);
   return jobsCommand(await configGetter()).showHelpAfterError();
 });
-lazyCommand('recompute', "rebuild findings' state from the stored history (embedded mode: stop the service first)", 'recompute [options]', async () => {
-  const [{ configGetter }, { recomputeCommand }] = await Promise.all([import('./config.js'), import('./recompute.js')]);
-  return recomputeCommand(await configGetter()).showHelpAfterError();
-});
+lazyCommand(
+  'recompute',
+  "rebuild findings' state from the stored history (embedded mode: stop the service first)",
+  'recompute [options]',
+  async () => {
+    const [{ configGetter }, { recomputeCommand }] = await Promise.all([import('./config.js'), import('./recompute.js')]);
+    return recomputeCommand(await configGetter()).showHelpAfterError();
+  },
+);
 
 // `vulndb help <command>`: commander's own would show a stand-in's help, not the real command's.
 program.helpCommand(false);

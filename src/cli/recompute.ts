@@ -47,14 +47,15 @@ export function recomputeCommand(config: () => Config): Command {
     .addHelpText('after', HELP);
   return usageErrorsExit2(command).action(async (opts: { target?: string; json?: boolean }) => {
     const cfg = config();
-    const [{ createLogger }, { openStore }, { migrate }, { recomputeFindings, UnknownTarget }, locksModule, redisModule] = await Promise.all([
-      import('../log.js'),
-      import('../storage/gateway.js'),
-      import('../storage/migrate.js'),
-      import('../ingest/recompute.js'),
-      import('../ingest/target-locks.js'),
-      import('../queue/redis.js'),
-    ]);
+    const [{ createLogger }, { openStore }, { migrate }, { recomputeFindings, UnknownTarget }, locksModule, redisModule] =
+      await Promise.all([
+        import('../log.js'),
+        import('../storage/gateway.js'),
+        import('../storage/migrate.js'),
+        import('../ingest/recompute.js'),
+        import('../ingest/target-locks.js'),
+        import('../queue/redis.js'),
+      ]);
     const { ProcessLocks, TargetLocks, LockTimeout } = locksModule;
     const { defaultRedisNames, keys, requestConnection, whenReady } = redisModule;
     const log = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
@@ -74,7 +75,12 @@ export function recomputeCommand(config: () => Config): Command {
       // Answers cached before a change must not outlive it (src/cache/response-cache.ts).
       let stale = false;
       const bump = async () => {
-        const ok = redisUp && (await redis.incr(keys.dataVersion(defaultRedisNames)).then(() => true, () => false));
+        const ok =
+          redisUp &&
+          (await redis.incr(keys.dataVersion(defaultRedisNames)).then(
+            () => true,
+            () => false,
+          ));
         if (!ok) stale = true;
       };
       const progress = progressShower();
@@ -104,7 +110,7 @@ export function recomputeCommand(config: () => Config): Command {
         );
       }
       const seconds = (performance.now() - started) / 1000;
-      if (opts.json) process.stdout.write(JSON.stringify({ ...summary, seconds }) + '\n');
+      if (opts.json) process.stdout.write(`${JSON.stringify({ ...summary, seconds })}\n`);
       else {
         process.stdout.write(
           `recomputed ${summary.findings} findings of ${summary.targets} targets in ${seconds.toFixed(1)} s: ` +

@@ -19,13 +19,15 @@ function onSignals(starting: Promise<Service>, log: Logger) {
     }
     stopping = true;
     log.info('signal received, stopping gracefully', { signal });
-    starting.then((service) => service.close()).then(
-      () => process.exit(0),
-      (err) => {
-        log.error('shutdown failed', { err });
-        process.exit(1);
-      },
-    );
+    starting
+      .then((service) => service.close())
+      .then(
+        () => process.exit(0),
+        (err) => {
+          log.error('shutdown failed', { err });
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));

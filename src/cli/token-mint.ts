@@ -12,4 +12,3 @@ export function mintToken(config: Pick<Config, 'jwt' | 'dataDir'>, req: TokenReq
   }
   return signJwt(tokenClaims(req, now, keys), keys.secret, 'HS256');
 }
-

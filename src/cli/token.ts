@@ -16,12 +16,20 @@ const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 }
 export function parseTtl(text: string): number {
   const m = /^(\d+)([smhd]?)$/.exec(text.trim());
   const seconds = m ? Number(m[1]) * UNIT_SECONDS[m[2] || 's']! : NaN;
-  if (!Number.isSafeInteger(seconds) || seconds <= 0) throw new InvalidArgumentError('expected a positive duration such as 90s, 15m, 1h or 7d');
+  if (!Number.isSafeInteger(seconds) || seconds <= 0)
+    throw new InvalidArgumentError('expected a positive duration such as 90s, 15m, 1h or 7d');
   return seconds;
 }
 
 export function parseTeams(text: string): string[] {
-  const teams = [...new Set(text.split(',').map((t) => t.trim()).filter((t) => t !== ''))];
+  const teams = [
+    ...new Set(
+      text
+        .split(',')
+        .map((t) => t.trim())
+        .filter((t) => t !== ''),
+    ),
+  ];
   const bad = teams.filter((t) => !isUuid(t));
   if (bad.length > 0) throw new InvalidArgumentError(`team ids must be UUIDs: ${bad.join(', ')}`);
   return teams;
@@ -39,6 +47,8 @@ export function tokenCommand(): Command {
   return command.action(async (opts: { sub: string; teams: string[]; admin: boolean; ingest: boolean; ttl: number }) => {
     if (opts.sub.trim() === '') usageError(command, "option '--sub <user>' must not be empty");
     const [config, { mintToken }] = await Promise.all([cliConfig(), import('./token-mint.js')]);
-    process.stdout.write(`${mintToken(config, { sub: opts.sub, teams: opts.teams, admin: opts.admin, ttl: opts.ttl, ...(opts.ingest ? { scopes: ['ingest'] } : {}) })}\n`);
+    process.stdout.write(
+      `${mintToken(config, { sub: opts.sub, teams: opts.teams, admin: opts.admin, ttl: opts.ttl, ...(opts.ingest ? { scopes: ['ingest'] } : {}) })}\n`,
+    );
   });
 }

@@ -29,13 +29,7 @@ export type AssetKind = 'hostname' | 'web' | 'ip' | 'repository' | 'image' | 'aw
 
 export const TEAMS = ['payments', 'identity', 'platform', 'storefront', 'data', 'mobile'] as const;
 
-const issue = (
-  summary: string,
-  score: number,
-  cwe: number,
-  labels: string[],
-  extra: Partial<CatalogIssue> = {},
-): CatalogIssue => ({
+const issue = (summary: string, score: number, cwe: number, labels: string[], extra: Partial<CatalogIssue> = {}): CatalogIssue => ({
   summary,
   description: `${summary} was detected on the asset.`,
   score,

@@ -76,5 +76,4 @@ export const sourceId = (name: string, component: string, instance: string, opti
 export const findingId = (targetIdValue: string, issueIdValue: string, affectedResource: string) =>
   findingIds(targetIdValue, issueIdValue, affectedResource);
 // Both parts are UUIDs (nothing to escape): the same text JSON.stringify would give, built cheaply.
-export const eventId = (findingIdValue: string, sourceIdValue: string) =>
-  uuidv5(`["event","${findingIdValue}","${sourceIdValue}"]`);
+export const eventId = (findingIdValue: string, sourceIdValue: string) => uuidv5(`["event","${findingIdValue}","${sourceIdValue}"]`);

@@ -21,8 +21,7 @@ function validDate(y: number, m: number, d: number): boolean {
   return m >= 1 && m <= 12 && d >= 1 && d <= daysInMonth(y, m);
 }
 
-const TIMESTAMP =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))?$/;
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))?$/;
 
 /**
  * Parses a report timestamp: `YYYY-MM-DD HH:MM:SS` (UTC), RFC 3339 with `Z`/`z` or `±HH:MM`,
@@ -67,7 +66,7 @@ export function formatInstant(epoch: number): string {
 
 /** Epoch seconds of a ClickHouse `DateTime('UTC')` rendered as `YYYY-MM-DD HH:MM:SS`. */
 export function fromStoreDateTime(text: string): number {
-  return Date.parse(text.replace(' ', 'T') + 'Z') / 1000;
+  return Date.parse(`${text.replace(' ', 'T')}Z`) / 1000;
 }
 
 export function nowSeconds(): number {

@@ -19,8 +19,7 @@ export interface Sql {
  * 0001–9999 while DateTime spans 1970 to NEVER, and every stored instant lies in [0, NEVER): a
  * bound outside that span is clamped to its edge, which selects exactly the same periods.
  */
-export const sqlTime = (epoch: number) =>
-  new Date(Math.min(Math.max(epoch, 0), NEVER) * 1000).toISOString().slice(0, 19).replace('T', ' ');
+export const sqlTime = (epoch: number) => new Date(Math.min(Math.max(epoch, 0), NEVER) * 1000).toISOString().slice(0, 19).replace('T', ' ');
 
 /**
  * A reference instant T (atDate) as a parameter: clamped below NEVER so that periods still open

@@ -155,20 +155,21 @@ function withContext(r: ContextRow): FindingWithContext {
     score: r.score,
     found: r.found,
     fixed: r.fixed,
-    latest: r.latest_source_id !== NIL_UUID
-      ? {
-          details: r.latest_details,
-          impact_details: r.latest_impact_details,
-          resources: r.latest_resources,
-          affected_resource_string: r.latest_affected_resource_string,
-          source_id: r.latest_source_id,
-          source_name: r.latest_source_name,
-          component: r.latest_component,
-          instance: r.latest_instance,
-          options: r.latest_options,
-          source_epoch: r.latest_source_epoch,
-        }
-      : undefined,
+    latest:
+      r.latest_source_id !== NIL_UUID
+        ? {
+            details: r.latest_details,
+            impact_details: r.latest_impact_details,
+            resources: r.latest_resources,
+            affected_resource_string: r.latest_affected_resource_string,
+            source_id: r.latest_source_id,
+            source_name: r.latest_source_name,
+            component: r.latest_component,
+            instance: r.latest_instance,
+            options: r.latest_options,
+            source_epoch: r.latest_source_epoch,
+          }
+        : undefined,
     issue: {
       id: r.issue_id,
       summary: r.issue_summary,
@@ -188,10 +189,15 @@ function withContext(r: ContextRow): FindingWithContext {
  * status or any: the counters' sums kept by key (sql/0012, sql/0014, src/findings/totals.ts),
  * joined with the page's rows, instead of a count of the list.
  */
-function totalFromCounters(base: FindingBase, f: FindingFilters): { sum: (table: string) => string; params: Record<string, unknown> } | undefined {
+function totalFromCounters(
+  base: FindingBase,
+  f: FindingFilters,
+): { sum: (table: string) => string; params: Record<string, unknown> } | undefined {
   const narrowed =
     Object.keys(base).length > 0 ||
-    [f.atDate, f.minDate, f.maxDateEnd, f.minScore, f.maxScore, f.identifier, f.teams, f.identifiers, f.labels].some((v) => v !== undefined);
+    [f.atDate, f.minDate, f.maxDateEnd, f.minScore, f.maxScore, f.identifier, f.teams, f.identifiers, f.labels].some(
+      (v) => v !== undefined,
+    );
   if (narrowed) return undefined;
   return {
     sum: (t) => (f.status === 'OPEN' ? `${t}.open` : f.status === 'FIXED' ? `${t}.fixed` : `${t}.open + ${t}.fixed`),
@@ -231,7 +237,9 @@ export async function findingPage(
         wrap: (pageSql) =>
           withContextSql(
             pageSql,
-            total ? { columns: `, ${total.sum('n')} AS page_total`, joins: 'LEFT JOIN finding_total_values AS n ON n.scope = f.total_scope' } : undefined,
+            total
+              ? { columns: `, ${total.sum('n')} AS page_total`, joins: 'LEFT JOIN finding_total_values AS n ON n.scope = f.total_scope' }
+              : undefined,
           ),
         ...(total ? { totalInPage: 'column' as const } : {}),
         // A count reads the deduplicated scope, not its rows.
@@ -318,7 +326,12 @@ export interface EventRow {
 }
 
 /** A finding's FOUND events, latest first (SPEC §5.4); none when the finding is not `visible`. */
-export function eventPage(store: Store, findingId: string, page: Paging, visible: Sql = { where: [], params: {} }): Promise<PageOf<EventRow>> {
+export function eventPage(
+  store: Store,
+  findingId: string,
+  page: Paging,
+  visible: Sql = { where: [], params: {} },
+): Promise<PageOf<EventRow>> {
   const where = merge({ where: ['finding_id = {finding:UUID}'], params: { finding: findingId } }, visible);
   return pagedQuery<EventRow>(
     store,

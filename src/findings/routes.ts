@@ -32,9 +32,20 @@ async function listFindings(api: ApiContext, base: FindingBase | undefined, filt
  * key is made: the key holds everything the answer depends on, so callers share an entry only
  * when they asked for the same findings.
  */
-export async function answerFindingList(ctx: Context, api: ApiContext, base: FindingBase | undefined, requested: FindingFilters, page: Paging) {
+export async function answerFindingList(
+  ctx: Context,
+  api: ApiContext,
+  base: FindingBase | undefined,
+  requested: FindingFilters,
+  page: Paging,
+) {
   const filters = withinScope(scopeOf(ctx), requested);
-  const request = { endpoint: 'findings', scope: JSON.stringify(base ?? null), params: normalisedParams({ ...filters, ...page }), clockDependent: true };
+  const request = {
+    endpoint: 'findings',
+    scope: JSON.stringify(base ?? null),
+    params: normalisedParams({ ...filters, ...page }),
+    clockDependent: true,
+  };
   await answerCached(ctx, api.cache, request, () => listFindings(api, base, filters, page));
 }
 

@@ -29,13 +29,11 @@ export const findingSchema = z
     status: findingStatusSchema.describe('Status at the reference instant (now, or the start of atDate)'),
     score: z.number().min(0).max(10).describe('Score of the latest detection (CVSS-like, 0–10)'),
     total_exposure: countSchema.describe('Whole hours OPEN, over every period, up to the reference instant'),
-    current_exposure: countSchema
-      .optional()
-      .describe('Whole hours since the current OPEN period started; present only when OPEN'),
+    current_exposure: countSchema.optional().describe('Whole hours since the current OPEN period started; present only when OPEN'),
     resources: z.array(resourceGroupSchema).describe('Resources of the latest detection'),
     issue: issueSchema,
     target: targetSchema,
-    teams: z.array(teamIdSchema).describe("A copy of target.teams"),
+    teams: z.array(teamIdSchema).describe('A copy of target.teams'),
     source: sourceSchema.describe('The source of the latest detection'),
   })
   .strict()

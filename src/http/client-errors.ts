@@ -15,7 +15,7 @@ function body(shape: Shape, status: number, message: string): string {
 
 export function answerClientErrors(server: http.Server, shape: Shape): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (!socket.writable || (err.code === 'ECONNRESET')) {
+    if (!socket.writable || err.code === 'ECONNRESET') {
       socket.destroy();
       return;
     }

@@ -54,7 +54,11 @@ export function mountRoutes(
   app.use(root.routes());
   // koa-router answers a method that no route implements (TRACE, PROPFIND…) as not implemented on
   // any path: only a path some route has goes on to it ("known path, other method", 405), others stay 404.
-  const allowedMethods = root.allowedMethods({ throw: true, methodNotAllowed: errors.methodNotAllowed, notImplemented: errors.methodNotAllowed });
+  const allowedMethods = root.allowedMethods({
+    throw: true,
+    methodNotAllowed: errors.methodNotAllowed,
+    notImplemented: errors.methodNotAllowed,
+  });
   app.use(async (ctx, next) => {
     const routes = root.match(ctx.path, ctx.method).path.filter((layer) => layer.methods.length > 0);
     if (routes.length === 0) return;

@@ -192,7 +192,10 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
   for (const pair of pairs) {
     if (slices.due) await slices.turn();
     if (pair.fast) {
-      extendPair(pair, onTarget(pair, (s) => s.familyPeriods.has(pair.familyId)));
+      extendPair(
+        pair,
+        onTarget(pair, (s) => s.familyPeriods.has(pair.familyId)),
+      );
     } else {
       const candidates = onTarget(pair, (s) => s.familyPeriods.has(pair.familyId));
       rebuildPair(pair, candidates, storedSources.get(q.pairKey(pair.targetId, pair.familyId)) ?? [], storedReporters);
@@ -220,13 +223,22 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
     const identifiers = new Map(fresh.map((r) => [r.targetId, r.identifier]));
     const created = [...identifiers].filter(([id]) => !existing.has(id));
     counts.targets = created.length;
-    await store.insert('targets', created.map(([id, identifier]) => ({ id, identifier, created_at: now })));
+    await store.insert(
+      'targets',
+      created.map(([id, identifier]) => ({ id, identifier, created_at: now })),
+    );
     // A target's object has its teams: none for a target created here, unless associated before it
     // was (team associations can precede a target's first report).
     const described = recovery ? [...identifiers] : created;
     if (described.length > 0) {
-      const teams = await teamsOf(store, described.map(([id]) => id));
-      await store.insert('target_objects', described.map(([id, identifier]) => ({ id, identifier, teams: teams.get(id) ?? [] })));
+      const teams = await teamsOf(
+        store,
+        described.map(([id]) => id),
+      );
+      await store.insert(
+        'target_objects',
+        described.map(([id, identifier]) => ({ id, identifier, teams: teams.get(id) ?? [] })),
+      );
     }
   });
   await step('issues', async () => {
@@ -241,7 +253,11 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
     let keep: ((findingId: string, sourceId: string) => boolean) | undefined;
     if (recovery) {
       const all = eventRows(fresh, becameLatest);
-      const existing = await q.existingEventIds(store, unique(all.map((e) => e.finding_id)), all.map((e) => e.id));
+      const existing = await q.existingEventIds(
+        store,
+        unique(all.map((e) => e.finding_id)),
+        all.map((e) => e.id),
+      );
       const written = all.filter((e) => existing.has(e.id));
       // By the ids hashed above rather than hashing each detection's again.
       const writtenKeys = new Set(written.map((e) => `${e.finding_id}/${e.source_id}`));

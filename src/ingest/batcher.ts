@@ -4,7 +4,7 @@ import { ingestBatch, SimulatedCrash, type BatchResult, type WriteStep } from '.
 import { StoreError, type Store } from '../storage/gateway.js';
 import type { NormalizedReport } from './normalize.js';
 import { prepareReport, type Prepared } from './prepare.js';
-import type { Locks } from './target-locks.js';
+import type { HeldLocks, Locks } from './target-locks.js';
 import { countReports, ingestBatchDuration, ingestLag } from '../observability/metrics.js';
 import { TotalsRewriter } from '../findings/totals.js';
 
@@ -25,9 +25,7 @@ export interface JobLike {
   enqueuedAt?: number;
 }
 
-export type JobOutcome =
-  | { outcome: 'ingested' | 'duplicate' }
-  | { outcome: 'ignored'; reason: string };
+export type JobOutcome = { outcome: 'ingested' | 'duplicate' } | { outcome: 'ignored'; reason: string };
 
 /** The job's report is invalid: it must fail without retry. */
 export class ReportRejected extends Error {
@@ -141,19 +139,21 @@ export class ReportBatcher {
       this.running += 1;
       const batch = this.pending.splice(0, this.opts.batchSize);
       // flush handles its own failures; should it still throw, the slot is freed all the same.
-      void this.flush(batch).catch(() => true).then((progressed) => {
-        this.running -= 1;
-        // Reports left pending only because other batches held their targets are retried later.
-        if (this.pending.length > 0) this.schedule(progressed ? 0 : LOCK_RETRY_MS);
-        else if (this.running === 0) for (const done of this.idle.splice(0)) done();
-      });
+      void this.flush(batch)
+        .catch(() => true)
+        .then((progressed) => {
+          this.running -= 1;
+          // Reports left pending only because other batches held their targets are retried later.
+          if (this.pending.length > 0) this.schedule(progressed ? 0 : LOCK_RETRY_MS);
+          else if (this.running === 0) for (const done of this.idle.splice(0)) done();
+        });
     }
   }
 
   /** Applies what it can of a batch; false when every report waited for a target lock. */
   private async flush(batch: Entry[]): Promise<boolean> {
     const { locks, log } = this.opts;
-    let held;
+    let held: HeldLocks;
     try {
       held = await locks.acquire([...new Set(batch.map((e) => e.report.targetId))]);
     } catch (err) {
@@ -164,7 +164,11 @@ export class ReportBatcher {
     this.pending.unshift(...batch.filter((e) => !held.acquired.has(e.report.targetId)));
     try {
       if (ready.length === 0) return false;
-      await this.applyIsolating(ready, ready.some((e) => e.recovery), false);
+      await this.applyIsolating(
+        ready,
+        ready.some((e) => e.recovery),
+        false,
+      );
     } finally {
       await held.release().catch((err) => log.warn('releasing target locks failed', { err }));
     }
@@ -195,7 +199,12 @@ export class ReportBatcher {
       if (entries.length === 1) {
         if (!retriedAlone) return this.applyIsolating(entries, true, true);
         const reason = `the store refused this report: ${err instanceof Error ? err.message : String(err)}`;
-        log.warn('report rejected by the store', { jobId: entries[0]!.jobId, target: entries[0]!.report.identifier, checkId: entries[0]!.report.instance, reason });
+        log.warn('report rejected by the store', {
+          jobId: entries[0]!.jobId,
+          target: entries[0]!.report.identifier,
+          checkId: entries[0]!.report.instance,
+          reason,
+        });
         countReports('failed');
         entries[0]!.reject(new ReportRejected(reason));
         return;
@@ -215,8 +224,13 @@ export class ReportBatcher {
     const fault = this.opts.faults && this.opts.faults.times > 0 ? this.opts.faults : undefined;
     if (fault) fault.times -= 1;
     const poison = this.opts.faults?.poison;
-    if (poison && entries.some((e) => poison(e.report))) throw new StoreError('insert into targets failed: injected failure of a poison report');
-    const result = await ingestBatch(store, entries.map((e) => e.report), { recovery, ...(fault ? { crashAfter: fault.crashAfter } : {}) });
+    if (poison && entries.some((e) => poison(e.report)))
+      throw new StoreError('insert into targets failed: injected failure of a poison report');
+    const result = await ingestBatch(
+      store,
+      entries.map((e) => e.report),
+      { recovery, ...(fault ? { crashAfter: fault.crashAfter } : {}) },
+    );
     const committedAt = Date.now();
     ingestBatchDuration.observe((performance.now() - started) / 1000);
     const duplicates = result.outcomes.filter((o) => o === 'duplicate').length;
@@ -235,6 +249,6 @@ export class ReportBatcher {
     // a process that died (a failure in this one rewrites them in applyIsolating).
     if (result.counts.statusChanges > 0 || recovery) await this.totals.request();
     await this.opts.onCommitted?.(result).catch((err) => log.warn('post-commit hook failed', { err }));
-    entries.forEach((e, i) => e.resolve({ outcome: result.outcomes[i]! }));
+    for (const [i, e] of entries.entries()) e.resolve({ outcome: result.outcomes[i]! });
   }
 }

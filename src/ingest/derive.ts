@@ -86,4 +86,3 @@ export function rebuildPair(
     setFamily(state, pair.familyId, walkFamily(sources, reporters));
   }
 }
-

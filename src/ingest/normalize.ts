@@ -64,14 +64,13 @@ export interface NormalizedReport {
 export function normalizeLabels(labels: readonly string[] | null | undefined): string[] {
   const unique = [...new Set((labels ?? []).filter((l) => l !== ''))];
   // JavaScript's order is the byte order for ASCII; other text is compared as UTF-8 bytes.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the test is "ASCII only", control characters included
   if (unique.every((l) => /^[\x00-\x7f]*$/.test(l))) return unique.sort();
   return unique.sort((a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')));
 }
 
 function exposeResources(groups: readonly ResourceGroupInput[] | null | undefined): string {
-  return JSON.stringify(
-    (groups ?? []).map((g) => ({ name: g.name ?? '', attributes: g.header ?? [], resources: g.rows ?? [] })),
-  );
+  return JSON.stringify((groups ?? []).map((g) => ({ name: g.name ?? '', attributes: g.header ?? [], resources: g.rows ?? [] })));
 }
 
 function sourceTime(report: FinishedReport): number {

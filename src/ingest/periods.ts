@@ -24,9 +24,7 @@ export const isOpen = (p: Period) => p.fixed === NEVER;
  * source that reported it while closed and closing at one that did not while open.
  */
 export function walkFamily(sources: readonly FamilySource[], reported: ReadonlySet<string>): Period[] {
-  const ordered = [...sources].sort(
-    (a, b) => a.time - b.time || Number(reported.has(a.id)) - Number(reported.has(b.id)),
-  );
+  const ordered = [...sources].sort((a, b) => a.time - b.time || Number(reported.has(a.id)) - Number(reported.has(b.id)));
   let periods: Period[] = [];
   for (const s of ordered) periods = extendFamily(periods, s.time, reported.has(s.id));
   return periods;

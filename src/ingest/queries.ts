@@ -16,19 +16,13 @@ export const pairKey = (targetId: string, familyId: string) => `${targetId}/${fa
 
 export async function existingSourceIds(store: Store, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const rows = await store.query<{ id: string }>(
-    `SELECT DISTINCT id FROM sources WHERE ${inUuids('id', 'ids', ids)}`,
-    { ids },
-  );
+  const rows = await store.query<{ id: string }>(`SELECT DISTINCT id FROM sources WHERE ${inUuids('id', 'ids', ids)}`, { ids });
   return new Set(rows.map((r) => r.id));
 }
 
 export async function existingTargetIds(store: Store, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const rows = await store.query<{ id: string }>(
-    `SELECT DISTINCT id FROM targets WHERE ${inUuids('id', 'ids', ids)}`,
-    { ids },
-  );
+  const rows = await store.query<{ id: string }>(`SELECT DISTINCT id FROM targets WHERE ${inUuids('id', 'ids', ids)}`, { ids });
   return new Set(rows.map((r) => r.id));
 }
 
@@ -101,7 +95,15 @@ const STATE_FIELDS = `id, target_id, issue_id, affected_resource, version, statu
 
 function stateFromFields(f: string[]): FindingState {
   const [id, targetId, issueId, affectedResource, version, status, severity, score, periods] = f as [
-    string, string, string, string, string, 'OPEN' | 'FIXED', Severity, string, string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    'OPEN' | 'FIXED',
+    Severity,
+    string,
+    string,
   ];
   const familyPeriods = new Map<string, Period[]>();
   const fp: [string, number, number][] = [];
@@ -190,10 +192,7 @@ export async function familyEvents(
 }
 
 /** Rank and score of each finding's latest stored FOUND event (SPEC §3.5.6). */
-export async function latestEvents(
-  store: Store,
-  findingIds: string[],
-): Promise<Map<string, { rank: DetectionRank; score: number }>> {
+export async function latestEvents(store: Store, findingIds: string[]): Promise<Map<string, { rank: DetectionRank; score: number }>> {
   if (findingIds.length === 0) return new Map();
   const rows = await store.query<{ finding: string; t: number; c: string; p: number; score: number }>(
     `SELECT finding, toUInt32(latest.1) AS t, latest.2 AS c, latest.3 AS p, score

@@ -85,7 +85,9 @@ async function targetsToDo(store: Store, identifier: string | undefined): Promis
 }
 
 async function storedRows(store: Store, targets: string[]): Promise<Map<string, StoredRow>> {
-  const rows = await store.query<Omit<StoredRow, 'closed_exposure' | 'ttr_sum'> & { closed_exposure: string | number; ttr_sum: string | number }>(
+  const rows = await store.query<
+    Omit<StoredRow, 'closed_exposure' | 'ttr_sum'> & { closed_exposure: string | number; ttr_sum: string | number }
+  >(
     `SELECT id, target_id, issue_id, affected_resource, version,
             toString(status) AS status, score, toString(severity) AS severity,
             arrayMap(t -> toUInt32(t), found_at) AS found_at, arrayMap(t -> toUInt32(t), fixed_at) AS fixed_at,
@@ -97,7 +99,10 @@ async function storedRows(store: Store, targets: string[]): Promise<Map<string, 
     { targets },
   );
   return new Map(
-    rows.map((r) => [r.id, { ...r, closed_exposure: Number(r.closed_exposure), ttr_sum: Number(r.ttr_sum), status: r.status, severity: r.severity as Severity }]),
+    rows.map((r) => [
+      r.id,
+      { ...r, closed_exposure: Number(r.closed_exposure), ttr_sum: Number(r.ttr_sum), status: r.status, severity: r.severity as Severity },
+    ]),
   );
 }
 
@@ -144,8 +149,18 @@ async function rewriteLatest(store: Store, findingIds: string[]): Promise<void> 
 /** The derived columns of a row, for comparison (the identity columns never change). */
 const derived = (c: FindingContent) =>
   JSON.stringify([
-    c.status, c.score, c.severity, c.found_at, c.fixed_at, c.first_found_at, c.last_found_at,
-    c.closed_exposure, c.ttr_sum, c.ttr_count, c.family_ids, c.family_periods,
+    c.status,
+    c.score,
+    c.severity,
+    c.found_at,
+    c.fixed_at,
+    c.first_found_at,
+    c.last_found_at,
+    c.closed_exposure,
+    c.ttr_sum,
+    c.ttr_count,
+    c.family_ids,
+    c.family_periods,
   ]);
 
 interface StepResult {
@@ -258,7 +273,15 @@ export async function recomputeFindings(store: Store, locks: Locks, opts: Recomp
   const now = opts.now ?? nowSeconds();
   const chunkSize = opts.chunkSize ?? RECOMPUTE_CHUNK;
   const targets = await targetsToDo(store, opts.target);
-  const progress: RecomputeProgress = { targets: 0, total: targets.length, findings: 0, versions: 0, statusChanges: 0, latestEvents: 0, orphans: 0 };
+  const progress: RecomputeProgress = {
+    targets: 0,
+    total: targets.length,
+    findings: 0,
+    versions: 0,
+    statusChanges: 0,
+    latestEvents: 0,
+    orphans: 0,
+  };
   opts.onProgress?.({ ...progress });
   for (let i = 0; i < targets.length; i += chunkSize) {
     await underLocks(locks, targets.slice(i, i + chunkSize), opts.lockTimeoutMs ?? 60_000, async (ids) => {
@@ -269,7 +292,8 @@ export async function recomputeFindings(store: Store, locks: Locks, opts: Recomp
       progress.statusChanges += r.statusChanges;
       progress.latestEvents += r.latestEvents;
       progress.orphans += r.orphans;
-      if (r.orphans > 0) opts.log?.warn('findings without a FOUND event of a stored source left as they are', { targets: ids.length, findings: r.orphans });
+      if (r.orphans > 0)
+        opts.log?.warn('findings without a FOUND event of a stored source left as they are', { targets: ids.length, findings: r.orphans });
       // As after a batch: the lists' totals (moved only by status changes), then the data version.
       if (r.statusChanges > 0) await rewriteTotals(store, locks, opts.log);
       if (r.versions > 0 || r.latestEvents > 0) await opts.onChanged?.();

@@ -18,9 +18,13 @@ import { inUuids } from '../storage/bound-lists.js';
  * and its views' pushes (server mode with several workers, during a recovery only).
  */
 
-const COUNTERS = (['open', 'fixed'] as const).flatMap((status) => SEVERITIES.map((s) => ({ name: `${status}_${s}`, status: status.toUpperCase(), severity: s })));
+const COUNTERS = (['open', 'fixed'] as const).flatMap((status) =>
+  SEVERITIES.map((s) => ({ name: `${status}_${s}`, status: status.toUpperCase(), severity: s })),
+);
 const names = COUNTERS.map((c) => c.name);
-const expected = COUNTERS.map((c) => `toInt64(countIf(status = '${c.status}' AND severity = '${c.severity}')) AS ${c.name}`).join(',\n           ');
+const expected = COUNTERS.map((c) => `toInt64(countIf(status = '${c.status}' AND severity = '${c.severity}')) AS ${c.name}`).join(
+  ',\n           ',
+);
 const summed = names.map((c) => `sum(${c}) AS ${c}`).join(', ');
 const negated = names.map((c) => `-${c} AS ${c}`).join(', ');
 const changed = names.map((c) => `${c} != 0`).join(' OR ');

@@ -21,7 +21,12 @@ export function bestClaims(reports: NormalizedReport[]): Map<string, BestClaims>
       const labelsRank = claim.labels ? { time: r.time, checkId: r.instance, pos: claim.labels.pos } : undefined;
       const b = best.get(claim.issueId);
       if (!b) {
-        best.set(claim.issueId, { claim, detail, details: claim.details, ...(labelsRank ? { labelsRank, labels: claim.labels!.labels } : {}) });
+        best.set(claim.issueId, {
+          claim,
+          detail,
+          details: claim.details,
+          ...(labelsRank ? { labelsRank, labels: claim.labels!.labels } : {}),
+        });
         continue;
       }
       if (compareRank(detail, b.detail) < 0) {
@@ -128,7 +133,11 @@ const sourceColumns = (r: NormalizedReport) => ({
  * parallel arrays, which sql/0013 spreads into finding_events (deriving each event's id as
  * eventId does). `keep` drops detections whose events are stored already (a retry).
  */
-export function detectionRows(reports: NormalizedReport[], becameLatest: BecameLatest, keep: (findingId: string, sourceId: string) => boolean = () => true) {
+export function detectionRows(
+  reports: NormalizedReport[],
+  becameLatest: BecameLatest,
+  keep: (findingId: string, sourceId: string) => boolean = () => true,
+) {
   const rows = [];
   for (const r of reports) {
     const detections = r.detections.filter((d) => keep(d.findingId, r.sourceId));
@@ -185,4 +194,3 @@ export const latestEventRow = (e: EventRow) => ({
   resources: e.resources,
   affected_resource_string: e.affected_resource_string,
 });
-

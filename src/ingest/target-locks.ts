@@ -69,14 +69,14 @@ export class TargetLocks implements Locks {
       if (taken.length > 0) await this.redis.eval(RELEASE, taken.length, ...taken, token).catch(() => {});
       throw err;
     };
-    let results;
+    let results: [error: Error | null, result: unknown][];
     try {
       results = (await pipeline.exec()) ?? [];
     } catch (err) {
       return releaseAfter(err, targetIds);
     }
     const failure = results.find(([err]) => err)?.[0];
-    results.forEach(([, reply], i) => reply === 'OK' && acquired.add(targetIds[i]!));
+    for (const [i, [, reply]] of results.entries()) if (reply === 'OK') acquired.add(targetIds[i]!);
     if (failure) return releaseAfter(failure, [...acquired]);
     const lockKeys = [...acquired].map((id) => keys.targetLock(this.names, id));
     const keepAlive = setInterval(() => {

@@ -18,7 +18,8 @@ import { issuePage, issuesByIds } from './queries.js';
  */
 export async function issueTargetFinding(api: ApiContext, scope: CallerScope, issueId: string, targetIdValue: string, resource?: string) {
   if (!isUuid(issueId) || !isUuid(targetIdValue)) throw dbErrors.notFound();
-  const id = resource !== undefined ? findingId(targetIdValue, issueId, resource) : await findingOfIssueOnTarget(api.store, issueId, targetIdValue);
+  const id =
+    resource !== undefined ? findingId(targetIdValue, issueId, resource) : await findingOfIssueOnTarget(api.store, issueId, targetIdValue);
   return oneFinding(api, scope, id);
 }
 

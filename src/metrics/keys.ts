@@ -42,7 +42,7 @@ export function dataDirSecret(dataDir: string): { secret: string; created: boole
   if (!fs.existsSync(file)) {
     fs.mkdirSync(dataDir, { recursive: true });
     const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-    fs.writeFileSync(tmp, randomBytes(48).toString('base64url') + '\n', { mode: 0o600 });
+    fs.writeFileSync(tmp, `${randomBytes(48).toString('base64url')}\n`, { mode: 0o600 });
     try {
       fs.linkSync(tmp, file);
       created = true;
@@ -53,7 +53,8 @@ export function dataDirSecret(dataDir: string): { secret: string; created: boole
     }
   }
   const secret = fs.readFileSync(file, 'utf8').trim();
-  if (secret.length < MIN_SECRET_CHARS) throw new KeyError(`${file} holds no usable secret (expected at least ${MIN_SECRET_CHARS} characters)`);
+  if (secret.length < MIN_SECRET_CHARS)
+    throw new KeyError(`${file} holds no usable secret (expected at least ${MIN_SECRET_CHARS} characters)`);
   return { secret, created };
 }
 

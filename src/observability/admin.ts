@@ -32,7 +32,13 @@ async function answers(probe: () => Promise<unknown>, timeoutMs = 2000): Promise
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
   try {
-    return await Promise.race([probe().then(() => true, () => false), timeout]);
+    return await Promise.race([
+      probe().then(
+        () => true,
+        () => false,
+      ),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -45,9 +51,12 @@ export function createAdminApp(deps: AdminDeps): Koa {
     ctx.body = { status: 'ok' };
   });
   router.get('/readyz', async (ctx) => {
-    const [store, redis] = await Promise.all([answers(async () => {
-      if (!(await deps.store.ping())) throw new Error('store does not answer');
-    }), answers(() => deps.redis.ping())]);
+    const [store, redis] = await Promise.all([
+      answers(async () => {
+        if (!(await deps.store.ping())) throw new Error('store does not answer');
+      }),
+      answers(() => deps.redis.ping()),
+    ]);
     ctx.status = store && redis ? 200 : 503;
     ctx.body = { status: store && redis ? 'ready' : 'unavailable', store: store ? 'ok' : 'down', redis: redis ? 'ok' : 'down' };
   });

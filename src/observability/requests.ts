@@ -29,8 +29,16 @@ export function observeRequests(log: Logger, api: 'database' | 'metrics'): Middl
       const seconds = (performance.now() - started) / 1000;
       // The route's pattern (bounded label values), never the raw path.
       const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
-      httpRequestDuration.observe({ api, route: typeof route === 'string' ? route : 'unmatched', method: ctx.method, status: String(ctx.status) }, seconds);
-      const fields = { method: ctx.method, path: ctx.path.length > 200 ? `${ctx.path.slice(0, 200)}…` : ctx.path, status: ctx.status, ms: +(seconds * 1000).toFixed(1) };
+      httpRequestDuration.observe(
+        { api, route: typeof route === 'string' ? route : 'unmatched', method: ctx.method, status: String(ctx.status) },
+        seconds,
+      );
+      const fields = {
+        method: ctx.method,
+        path: ctx.path.length > 200 ? `${ctx.path.slice(0, 200)}…` : ctx.path,
+        status: ctx.status,
+        ms: +(seconds * 1000).toFixed(1),
+      };
       if (ctx.status >= 500) (ctx.state.log as Logger).error('request failed', fields);
       else (ctx.state.log as Logger).debug('request', fields);
     }

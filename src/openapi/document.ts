@@ -17,9 +17,7 @@ export const metricsErrorBodySchema = z
   .object({
     code: z.number().int().describe('The HTTP status'),
     error: z.string().describe('What went wrong, e.g. "Invalid query params", "ID is malformed" or "Missing bearer token"'),
-    type: z
-      .string()
-      .describe('Kind: Unauthorized, Forbidden, Record not found, Method Not Allowed, Validation, Unavailable or Internal'),
+    type: z.string().describe('Kind: Unauthorized, Forbidden, Record not found, Method Not Allowed, Validation, Unavailable or Internal'),
   })
   .strict()
   .describe('Error response of the metrics API');

@@ -1,11 +1,6 @@
 import { z } from 'zod';
 import { FINDING_LIST_PARAMS, type FieldName } from '../filters/params.js';
-import {
-  entityMttrResponse,
-  findingEventListResponse,
-  findingListResponse,
-  findingResponse,
-} from '../findings/schema.js';
+import { entityMttrResponse, findingEventListResponse, findingListResponse, findingResponse } from '../findings/schema.js';
 import { issueListResponse, issueResponse } from '../issues/schema.js';
 import { METRICS_PREFIX } from '../metrics/app.js';
 import { METRICS } from '../metrics/routes.js';
@@ -52,10 +47,26 @@ export interface Operation {
 }
 
 const PAGE = ['page', 'size'] as const;
-export const STAT_COUNT_PARAMS = ['atDate', 'minDate', 'maxDate', 'minScore', 'maxScore', 'team', 'teams', 'identifiers', 'labels'] as const;
+export const STAT_COUNT_PARAMS = [
+  'atDate',
+  'minDate',
+  'maxDate',
+  'minScore',
+  'maxScore',
+  'team',
+  'teams',
+  'identifiers',
+  'labels',
+] as const;
 
-export const health = z.object({ status: z.literal('OK') }).strict().describe('The store answers');
-const accepted = z.object({ job_id: z.string().describe('BullMQ job id') }).strict().describe('The report is queued');
+export const health = z
+  .object({ status: z.literal('OK') })
+  .strict()
+  .describe('The store answers');
+const accepted = z
+  .object({ job_id: z.string().describe('BullMQ job id') })
+  .strict()
+  .describe('The report is queued');
 
 const list = (path: string, tag: string, summary: string, response: z.ZodType, params: readonly FieldName[] = PAGE): Operation => ({
   method: 'get',
@@ -71,7 +82,14 @@ const findingList = (path: string, tag: string, summary: string): Operation => (
   ...list(path, tag, summary, findingListResponse, FINDING_LIST_PARAMS),
   cached: true,
 });
-const one = (path: string, tag: string, summary: string, response: z.ZodType): Operation => ({ method: 'get', path, tag, summary, response, errors: [404] });
+const one = (path: string, tag: string, summary: string, response: z.ZodType): Operation => ({
+  method: 'get',
+  path,
+  tag,
+  summary,
+  response,
+  errors: [404],
+});
 const stat = (path: string, summary: string, response: z.ZodType, params: readonly FieldName[]): Operation => ({
   method: 'get',
   path,
@@ -101,7 +119,14 @@ export const dbOperations: Operation[] = [
   one('/issues/{issue_id}/targets/{target_id}/resources/{resource}', 'issues', 'The finding for one affected resource', findingResponse),
   one('/issues/{issue_id}/mttr', 'issues', "MTTR in days over the issue's findings", entityMttrResponse),
 
-  list('/targets', 'targets', 'List targets', targetListResponse, [...PAGE, 'identifiermatch', 'team', 'teams', 'identifier', 'identifiers']),
+  list('/targets', 'targets', 'List targets', targetListResponse, [
+    ...PAGE,
+    'identifiermatch',
+    'team',
+    'teams',
+    'identifier',
+    'identifiers',
+  ]),
   {
     method: 'post',
     path: '/targets',
@@ -120,13 +145,52 @@ export const dbOperations: Operation[] = [
   one('/targets/{target_id}/mttr', 'targets', "MTTR in days over the target's findings", entityMttrResponse),
 
   stat('/stats/open', 'OPEN findings by severity (now, at atDate, or opened in the range)', openStatsResponse, STAT_COUNT_PARAMS),
-  stat('/stats/fixed', 'FIXED findings by severity (now, at atDate, or fixed in the range and still fixed)', fixedStatsResponse, STAT_COUNT_PARAMS),
-  stat('/stats/issues', 'OPEN and FIXED findings per issue', issueStatsResponse, [...PAGE, 'atDate', 'minDate', 'maxDate', 'minScore', 'maxScore']),
-  stat('/stats/mttr', 'Mean time to remediate by severity, in hours', mttrStatsResponse, ['atDate', 'minDate', 'maxDate', 'minScore', 'maxScore', 'team', 'teams', 'labels']),
+  stat(
+    '/stats/fixed',
+    'FIXED findings by severity (now, at atDate, or fixed in the range and still fixed)',
+    fixedStatsResponse,
+    STAT_COUNT_PARAMS,
+  ),
+  stat('/stats/issues', 'OPEN and FIXED findings per issue', issueStatsResponse, [
+    ...PAGE,
+    'atDate',
+    'minDate',
+    'maxDate',
+    'minScore',
+    'maxScore',
+  ]),
+  stat('/stats/mttr', 'Mean time to remediate by severity, in hours', mttrStatsResponse, [
+    'atDate',
+    'minDate',
+    'maxDate',
+    'minScore',
+    'maxScore',
+    'team',
+    'teams',
+    'labels',
+  ]),
   stat('/stats/size', 'Number of stored sources, targets, issues, findings and FOUND events', sizeStatsResponse, []),
-  stat('/stats/assets', 'Targets in scope and the vulnerable ones by highest open severity', assetStatsResponse, ['team', 'teams', 'identifiers', 'labels']),
-  stat('/stats/exposure', 'Total exposure percentiles of the findings existing at the reference instant, in hours', exposureStatsResponse, ['atDate', 'minScore', 'maxScore', 'team', 'teams']),
-  stat('/stats/exposure/current', 'Current exposure percentiles of the OPEN findings, in hours', currentExposureStatsResponse, ['atDate', 'minScore', 'maxScore', 'team', 'teams', 'labels']),
+  stat('/stats/assets', 'Targets in scope and the vulnerable ones by highest open severity', assetStatsResponse, [
+    'team',
+    'teams',
+    'identifiers',
+    'labels',
+  ]),
+  stat('/stats/exposure', 'Total exposure percentiles of the findings existing at the reference instant, in hours', exposureStatsResponse, [
+    'atDate',
+    'minScore',
+    'maxScore',
+    'team',
+    'teams',
+  ]),
+  stat('/stats/exposure/current', 'Current exposure percentiles of the OPEN findings, in hours', currentExposureStatsResponse, [
+    'atDate',
+    'minScore',
+    'maxScore',
+    'team',
+    'teams',
+    'labels',
+  ]),
 
   {
     method: 'post',
@@ -137,11 +201,15 @@ export const dbOperations: Operation[] = [
       'SPEC §3.1/§3.3: the body is any JSON object with a string `status`. A FINISHED report is validated fully and queued as ' +
       'validated (400 with the reason otherwise; fields not listed are dropped); a report of any other status is answered 202 ' +
       'and ignored whatever else it holds.',
-    body: finishedReportSchema.meta({ title: 'FINISHED report', description: 'Validated fully (SPEC §3.3); fields not listed are ignored' }),
+    body: finishedReportSchema.meta({
+      title: 'FINISHED report',
+      description: 'Validated fully (SPEC §3.3); fields not listed are ignored',
+    }),
     otherBodies: [
       {
         title: 'Report of another status',
-        description: 'Any JSON object whose status is a string other than FINISHED (e.g. RUNNING, FAILED): answered 202 and ignored; no other field is read',
+        description:
+          'Any JSON object whose status is a string other than FINISHED (e.g. RUNNING, FAILED): answered 202 and ignored; no other field is read',
         type: 'object',
         properties: { status: { type: 'string', not: { const: 'FINISHED' } } },
         required: ['status'],
@@ -159,7 +227,10 @@ const METRIC_DOCS: Record<string, { summary: string; response: z.ZodType }> = {
   open: { summary: 'OPEN findings by severity (now, at atDate, or opened in the range)', response: openStatsResponse },
   fixed: { summary: 'FIXED findings by severity (now, at atDate, or fixed in the range and still fixed)', response: fixedStatsResponse },
   mttr: { summary: 'Mean time to remediate by severity, in hours', response: mttrStatsResponse },
-  exposure: { summary: 'Total exposure percentiles of the findings existing at the reference instant, in hours', response: exposureStatsResponse },
+  exposure: {
+    summary: 'Total exposure percentiles of the findings existing at the reference instant, in hours',
+    response: exposureStatsResponse,
+  },
   current_exposure: { summary: 'Current exposure percentiles of the OPEN findings, in hours', response: currentExposureStatsResponse },
   assets: { summary: 'Targets in scope and the vulnerable ones by highest open severity', response: assetStatsResponse },
 };
@@ -187,11 +258,18 @@ export const metricsOperations: Operation[] = [
         tag: 'metrics: global',
         summary: `${doc.summary}, over every finding or the listed teams`,
         description:
-          'Scope: every finding in the store (admin only), or with teams the union of the listed teams\' targets, each finding counted once. ' +
+          "Scope: every finding in the store (admin only), or with teams the union of the listed teams' targets, each finding counted once. " +
           `${IGNORED}${atDate}.`,
         params: [...metric.params, 'teams'],
       },
     ];
   }),
-  { method: 'get', path: `${METRICS_PREFIX}/healthcheck`, tag: 'metrics: service', summary: 'Whether the store answers (no token needed)', response: health, errors: [503] },
+  {
+    method: 'get',
+    path: `${METRICS_PREFIX}/healthcheck`,
+    tag: 'metrics: service',
+    summary: 'Whether the store answers (no token needed)',
+    response: health,
+    errors: [503],
+  },
 ];

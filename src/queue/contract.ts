@@ -37,9 +37,7 @@ export const checkJobOptions: JobsOptions = {
 
 // SPEC §3.3 rule 2: for every optional field, null means absent.
 const optionalString = z.string({ error: 'must be a string' }).nullish();
-const requiredString = z
-  .string({ error: 'must be a non-empty string' })
-  .min(1, { error: 'must be a non-empty string' });
+const requiredString = z.string({ error: 'must be a non-empty string' }).min(1, { error: 'must be a non-empty string' });
 const stringList = z.array(z.string({ error: 'must be a string' }), { error: 'must be an array of strings' }).nullish();
 const timestamp = optionalString.refine((v) => v == null || v === '' || parseTimestamp(v) !== undefined, {
   error: 'must be a timestamp such as "2024-01-05 10:00:00" or "2024-01-05T10:00:00Z"',

@@ -35,7 +35,11 @@ export async function sourcesByIds(store: Store, ids: string[]): Promise<Map<str
  * One source with its family (for the family's MTTR). `visibleTargets` (the caller's scope,
  * src/auth/scope.ts) restricts the sources read here to those of these targets.
  */
-export async function sourceById(store: Store, id: string, visibleTargets: Sql = { where: [], params: {} }): Promise<(Source & { familyId: string }) | undefined> {
+export async function sourceById(
+  store: Store,
+  id: string,
+  visibleTargets: Sql = { where: [], params: {} },
+): Promise<(Source & { familyId: string }) | undefined> {
   const where = merge({ where: ['id = {id:UUID}'], params: { id } }, visibleTargets);
   const [row] = await store.query<SourceRow>(`SELECT ${COLUMNS} FROM sources ${whereClause(where)} LIMIT 1`, where.params);
   return row ? { ...toSource(row), familyId: row.family_id } : undefined;

@@ -45,7 +45,10 @@ async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<Iss
     },
     page,
   );
-  const issues = await issuesByIds(store, counts.rows.map((c) => c.id));
+  const issues = await issuesByIds(
+    store,
+    counts.rows.map((c) => c.id),
+  );
   // Claims are written before findings (src/ingest), so every counted issue is stored.
   const rows = counts.rows.flatMap((c) => {
     const issue = issues.get(c.id);
@@ -60,7 +63,9 @@ function filteredIssueStats(store: Store, f: StatFilters, page: Paging): Promise
   let sql = merge(rows.scope, labelsAndScores({ minScore: f.minScore, maxScore: f.maxScore }));
   if (f.minDate !== undefined || f.maxDateEnd !== undefined) {
     sql = merge(sql, {
-      where: [`id IN (SELECT finding_id FROM finding_events WHERE time >= {eventFrom:DateTime('UTC')} AND time < {eventTo:DateTime('UTC')})`],
+      where: [
+        `id IN (SELECT finding_id FROM finding_events WHERE time >= {eventFrom:DateTime('UTC')} AND time < {eventTo:DateTime('UTC')})`,
+      ],
       params: { eventFrom: sqlTime(f.minDate ?? 0), eventTo: sqlTime(f.maxDateEnd ?? NEVER) },
     });
   }

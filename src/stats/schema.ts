@@ -14,10 +14,7 @@ const bySeverity = <T extends z.ZodType>(value: T, what: string) =>
   }) as const;
 
 /** SPEC §7.1/§7.2: findings by severity of their current score. */
-export const severityCountsSchema = z
-  .object(bySeverity(countSchema, 'Findings'))
-  .strict()
-  .describe('Findings counted by severity');
+export const severityCountsSchema = z.object(bySeverity(countSchema, 'Findings')).strict().describe('Findings counted by severity');
 
 /** GET /stats/open. */
 export const openStatsResponse = z

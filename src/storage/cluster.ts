@@ -119,7 +119,7 @@ function replicateEngine(statement: string, table: string): string {
     const key = /^\s*PRIMARY\s+KEY\s+(\([^)]*\)|[A-Za-z_][A-Za-z0-9_]*)/i.exec(rest);
     if (!key) throw new ClusterSqlError(`EmbeddedRocksDB table ${table}: no PRIMARY KEY clause after the engine`);
     return withoutDeduplication(
-      statement.slice(0, start) + `${replicated('Replacing', '')}\nORDER BY ${key[1]}` + rest.slice(key[0].length),
+      `${statement.slice(0, start)}${replicated('Replacing', '')}\nORDER BY ${key[1]}${rest.slice(key[0].length)}`,
     );
   }
   throw new ClusterSqlError(`table ${table}: engine ${engine} has no replicated form here; extend src/storage/cluster.ts`);

@@ -1,5 +1,12 @@
 import fs from 'node:fs';
-import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseSettings, type Logger as ClickHouseLogger, type LogParams } from '@clickhouse/client';
+import {
+  ClickHouseLogLevel,
+  createClient,
+  type ClickHouseClient,
+  type ClickHouseSettings,
+  type Logger as ClickHouseLogger,
+  type LogParams,
+} from '@clickhouse/client';
 import type { NodeClickHouseClientConfigOptions } from '@clickhouse/client/dist/config.js';
 import type { StoreConfig } from '../config.js';
 import { TimeSlices } from '../time-slices.js';
@@ -265,22 +272,24 @@ function wrap(client: ClickHouseClient, mode: Store['mode'], database: string, q
           }),
         ),
       queryFields: (sql, params) =>
-        guard('query', () =>
-          limited(undefined, async (exec) => {
-            const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'TabSeparated', ...limits }));
-            // Line by line: the result set's text() decodes the whole answer with a TextDecoder, about
-            // ten times slower than decoding each line's bytes.
-            // Large answers are split in slices (src/time-slices.ts).
-            const rows: string[][] = [];
-            const slices = new TimeSlices();
-            for await (const lines of rs.stream<unknown>()) {
-              for (const line of lines as { text: string }[]) {
-                rows.push(fieldsOf(line.text));
-                if (slices.due) await slices.turn();
+        guard(
+          'query',
+          () =>
+            limited(undefined, async (exec) => {
+              const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'TabSeparated', ...limits }));
+              // Line by line: the result set's text() decodes the whole answer with a TextDecoder, about
+              // ten times slower than decoding each line's bytes.
+              // Large answers are split in slices (src/time-slices.ts).
+              const rows: string[][] = [];
+              const slices = new TimeSlices();
+              for await (const lines of rs.stream<unknown>()) {
+                for (const line of lines as { text: string }[]) {
+                  rows.push(fieldsOf(line.text));
+                  if (slices.due) await slices.turn();
+                }
               }
-            }
-            return rows;
-          }),
+              return rows;
+            }),
           'fields',
         ),
       command: (sql, params, opts) =>
@@ -322,7 +331,9 @@ function wrap(client: ClickHouseClient, mode: Store['mode'], database: string, q
  * The client's own log lines (connection trouble, retries, socket warnings) as the service's JSON
  * lines, instead of the multi-line text it prints on stderr by default.
  */
-function clientLog(log: Logger | undefined): { log: { LoggerClass: new () => ClickHouseLogger; level: ClickHouseLogLevel } } | Record<string, never> {
+function clientLog(
+  log: Logger | undefined,
+): { log: { LoggerClass: new () => ClickHouseLogger; level: ClickHouseLogLevel } } | Record<string, never> {
   if (!log) return {};
   const fields = (p: LogParams & { err?: Error }) => ({ module: p.module, ...(p.args ?? {}), ...(p.err ? { err: p.err } : {}) });
   class ServiceLogger implements ClickHouseLogger {

@@ -18,7 +18,9 @@ import { toClusterStatement } from './cluster.js';
  * dist/src/storage/ (the compiled build of tsconfig.build.json, which the image runs).
  */
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-export const SQL_DIR = [path.resolve(HERE, '../../sql'), path.resolve(HERE, '../../../sql')].find((dir) => fs.existsSync(dir)) ?? path.resolve(HERE, '../../sql');
+export const SQL_DIR =
+  [path.resolve(HERE, '../../sql'), path.resolve(HERE, '../../../sql')].find((dir) => fs.existsSync(dir)) ??
+  path.resolve(HERE, '../../sql');
 
 export interface Migration {
   version: number;
@@ -66,8 +68,7 @@ const UNLIMITED = { timeoutMs: 0 };
  * the database is created on every node. Checksums stay those of the files.
  */
 export async function migrate(store: Store, log?: Logger, dir = SQL_DIR, cluster = store.cluster): Promise<number[]> {
-  const run = (statement: string) =>
-    store.command(cluster ? toClusterStatement(statement, cluster) : statement, undefined, UNLIMITED);
+  const run = (statement: string) => store.command(cluster ? toClusterStatement(statement, cluster) : statement, undefined, UNLIMITED);
   if (cluster) await run(`CREATE DATABASE IF NOT EXISTS ${store.database}`);
   await run(`
     CREATE TABLE IF NOT EXISTS schema_migrations

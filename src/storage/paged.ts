@@ -90,7 +90,11 @@ export async function pagedQuery<T>(store: Store, q: ListQuery, page: Paging): P
   // Offsets past any real total skip straight to the count (and keep the parameter in range).
   const found =
     offset < 2 ** 53
-      ? await store.query<T & { page_total?: number }>(q.wrap ? q.wrap(pageSql) : pageSql, { ...q.params, pageLimit: page.size, pageOffset: offset })
+      ? await store.query<T & { page_total?: number }>(q.wrap ? q.wrap(pageSql) : pageSql, {
+          ...q.params,
+          pageLimit: page.size,
+          pageOffset: offset,
+        })
       : [];
   if (!q.totalInPage) return { rows: found, pagination: pagination(page, await pageTotal(store, q, page, found.length)) };
   const rows = found.map(({ page_total: _total, ...row }) => row as T);

@@ -73,7 +73,10 @@ export async function describeAllTargets(store: Store): Promise<void> {
 }
 
 async function withTeams(store: Store, page: PageOf<{ id: string; identifier: string }>): Promise<PageOf<Target>> {
-  const teams = await teamsOf(store, page.rows.map((r) => r.id));
+  const teams = await teamsOf(
+    store,
+    page.rows.map((r) => r.id),
+  );
   return { pagination: page.pagination, rows: page.rows.map((r) => ({ ...r, teams: teams.get(r.id) ?? [] })) };
 }
 
@@ -91,7 +94,12 @@ export function targetPage(store: Store, scope: Scope, page: Paging): Promise<Pa
 }
 
 /** Targets with at least one finding of the issue (SPEC §6.4) among the `visible` ones (a condition on `id`). */
-export function targetsOfIssue(store: Store, issueId: string, page: Paging, visible: Sql = { where: [], params: {} }): Promise<PageOf<Target>> {
+export function targetsOfIssue(
+  store: Store,
+  issueId: string,
+  page: Paging,
+  visible: Sql = { where: [], params: {} },
+): Promise<PageOf<Target>> {
   const ofIssue = { where: ['id IN (SELECT target_id FROM findings WHERE issue_id = {issue:UUID})'], params: { issue: issueId } };
   return targetList(store, merge(ofIssue, visible), page);
 }

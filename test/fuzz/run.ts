@@ -53,7 +53,9 @@ const batch = Number(arg('batch') ?? 8);
 // --only reads,writes,metrics,unknown: some kinds of request only.
 const only = (arg('only') ?? REQUEST_KINDS.join(',')).split(',') as RequestKind[];
 if (!Number.isInteger(requests) || requests < 1 || !Number.isInteger(seed) || !Number.isInteger(batch) || batch < 1) {
-  console.error('usage: npm run fuzz -- [--requests N] [--seed S] [--path P] [--batch B] [--reads R] [--only reads,writes,metrics,unknown] [--db-auth]');
+  console.error(
+    'usage: npm run fuzz -- [--requests N] [--seed S] [--path P] [--batch B] [--reads R] [--only reads,writes,metrics,unknown] [--db-auth]',
+  );
   process.exit(2);
 }
 
@@ -94,7 +96,9 @@ const say = (line: string) => console.log(`  ${line}`);
 
 /** One campaign: replays a path under fast-check, or collects every distinct failure. Returns whether all passed. */
 async function campaign(label: string, o: Omit<CampaignOptions, 'client' | 'batch' | 'log'>): Promise<boolean> {
-  console.log(`\n${label}: seed ${o.seed}, ${o.requests} requests in batches of ${batch}${o.path !== undefined ? `, replaying path "${o.path}"` : ''}`);
+  console.log(
+    `\n${label}: seed ${o.seed}, ${o.requests} requests in batches of ${batch}${o.path !== undefined ? `, replaying path "${o.path}"` : ''}`,
+  );
   if (o.path !== undefined) {
     try {
       await assertCampaign({ ...o, client, batch, log: say });
@@ -111,17 +115,22 @@ async function campaign(label: string, o: Omit<CampaignOptions, 'client' | 'batc
   const seconds = (performance.now() - started) / 1000;
   const used = process.cpuUsage(cpu);
   const ledger = o.ledger;
-  console.log(`${ledger.requests} requests in ${seconds.toFixed(1)} s (${Math.round(ledger.requests / seconds)}/s), ${((used.user + used.system) / 1e6).toFixed(1)} s of CPU; statuses ${JSON.stringify(Object.fromEntries([...ledger.byStatus].sort((a, b) => a[0] - b[0])))}`);
+  console.log(
+    `${ledger.requests} requests in ${seconds.toFixed(1)} s (${Math.round(ledger.requests / seconds)}/s), ${((used.user + used.system) / 1e6).toFixed(1)} s of CPU; statuses ${JSON.stringify(Object.fromEntries([...ledger.byStatus].sort((a, b) => a[0] - b[0])))}`,
+  );
   console.log(`slowest: ${ledger.slowest.map((x) => `\n  ${x.ms} ms ${x.req}`).join('')}`);
   const costly = [...ledger.time].sort((x, y) => y[1].ms - x[1].ms).slice(0, 8);
-  console.log(`most time: ${costly.map(([k, t]) => `\n  ${Math.round(t.ms)} ms in ${t.n} (${(t.ms / t.n).toFixed(1)} ms each) ${k}`).join('')}`);
+  console.log(
+    `most time: ${costly.map(([k, t]) => `\n  ${Math.round(t.ms)} ms in ${t.n} (${(t.ms / t.n).toFixed(1)} ms each) ${k}`).join('')}`,
+  );
   if (classes.length > 0) console.log(`\n${classes.length} distinct failures:\n${describeClasses(o.seed, classes)}`);
   return classes.length === 0;
 }
 
 let failed = false;
 try {
-  const postJson = (p: string, body: unknown) => db(p, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const postJson = (p: string, body: unknown) =>
+    db(p, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
   await loadCatalog({ postJson, settle });
   // From here on accepted reports stay in the queue: the store changes only by POST /targets.
   await Promise.all(service.workers.map((w) => w.close()));
@@ -134,17 +143,30 @@ try {
   const problems = [await sizeProblem(db, ledger, before), ...(await queueProblems(queue, ledger))].filter((p) => p !== undefined);
   for (const line of problems) console.log(`after the campaign: ${line}`);
   if (problems.length > 0) failed = true;
-  console.log(`${ledger.jobs.length} reports accepted, ${ledger.targets.size} targets answered 201; the store and the queue ${problems.length > 0 ? 'do not match them' : 'match them'}`);
+  console.log(
+    `${ledger.jobs.length} reports accepted, ${ledger.targets.size} targets answered 201; the store and the queue ${problems.length > 0 ? 'do not match them' : 'match them'}`,
+  );
 
   // 2. The accepted reports ingested: none may fail. 3. Reads of what they stored.
   if (replayPath === undefined && reads > 0) {
     const ingest = await ingestQueued({ batcher: service.batcher!, queue, names, config, log, settle });
     for (const line of ingest.failed) console.log(`ingestion: ${line}`);
     if (ingest.failed.length > 0) failed = true;
-    console.log(`ingestion: ${ledger.jobs.length} reports, ${ingest.failed.length} failed jobs; size now ${JSON.stringify(await sizeOf(db))}`);
+    console.log(
+      `ingestion: ${ledger.jobs.length} reports, ${ingest.failed.length} failed jobs; size now ${JSON.stringify(await sizeOf(db))}`,
+    );
     await ingest.close();
     const stored = await withStoredIds(ctx, db);
-    if (!(await campaign('reads of the ingested reports', { ctx: stored, requests: reads, seed: seed + 1, ledger: newLedger(), only: ['reads', 'metrics'] }))) failed = true;
+    if (
+      !(await campaign('reads of the ingested reports', {
+        ctx: stored,
+        requests: reads,
+        seed: seed + 1,
+        ledger: newLedger(),
+        only: ['reads', 'metrics'],
+      }))
+    )
+      failed = true;
   }
 } finally {
   client.close();

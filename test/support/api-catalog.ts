@@ -13,11 +13,21 @@ export const NOW = '2024-03-01T00:00:00Z';
 export const TEAM_A = 'a3c5e7f9-1b2d-4f6a-8c0e-2b4d6f8a0c1e';
 export const TEAM_B = 'b7d9e1f3-5a7c-4e9b-8d1f-3a5c7e9b1d3f';
 
-export const I1: VulnSpec = { summary: 'SQL Injection', description: 'Unsanitised input reaches SQL.', score: 9.5, labels: ['web', 'owasp'] };
+export const I1: VulnSpec = {
+  summary: 'SQL Injection',
+  description: 'Unsanitised input reaches SQL.',
+  score: 9.5,
+  labels: ['web', 'owasp'],
+};
 export const I2: VulnSpec = { summary: 'Cross-Site Scripting', description: 'Reflected XSS.', score: 6.1, labels: ['web'] };
 export const I3: VulnSpec = { summary: 'Open Port', description: 'An open TCP port.', score: 0, labels: ['network'] };
 export const I4: VulnSpec = { summary: 'Weak Cipher', description: 'A weak TLS cipher suite.', score: 3.2 };
-export const I5: VulnSpec = { summary: 'Outdated Software', description: 'A server version with known flaws.', score: 7.5, labels: ['patch'] };
+export const I5: VulnSpec = {
+  summary: 'Outdated Software',
+  description: 'A server version with known flaws.',
+  score: 7.5,
+  labels: ['patch'],
+};
 
 export const T1 = 'alpha.example.com'; // TEAM_A
 export const T2 = 'beta.example.com'; // TEAM_A and TEAM_B

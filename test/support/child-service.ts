@@ -68,7 +68,7 @@ export class ChildService {
     out.write(`--- pid ${child.pid} started ${new Date().toISOString()}\n`);
     const lines = readline.createInterface({ input: child.stderr! });
     lines.on('line', (text) => {
-      out.write(text + '\n');
+      out.write(`${text}\n`);
       let line: LogLine;
       try {
         line = JSON.parse(text) as LogLine;
@@ -109,9 +109,22 @@ export class ChildService {
       const check = () => {
         const found = this.logs.slice(from).find(match);
         if (found) return finish(() => resolve(found));
-        if (this.exit) return finish(() => reject(new Error(`service (pid ${this.pid}) exited (${JSON.stringify(this.exit)}) before the awaited log line; last lines:\n${this.tail()}`)));
+        if (this.exit)
+          return finish(() =>
+            reject(
+              new Error(
+                `service (pid ${this.pid}) exited (${JSON.stringify(this.exit)}) before the awaited log line; last lines:\n${this.tail()}`,
+              ),
+            ),
+          );
       };
-      const timer = setTimeout(() => finish(() => reject(new Error(`no awaited log line from the service (pid ${this.pid}) within ${timeoutMs} ms; last lines:\n${this.tail()}`))), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          finish(() =>
+            reject(new Error(`no awaited log line from the service (pid ${this.pid}) within ${timeoutMs} ms; last lines:\n${this.tail()}`)),
+          ),
+        timeoutMs,
+      );
       const finish = (then: () => void) => {
         clearTimeout(timer);
         this.waiters.delete(check);
@@ -182,7 +195,14 @@ export async function spawnService(opts: ChildServiceOptions): Promise<ChildServ
     LOG_LEVEL: 'info',
     ...opts.env,
   };
-  const args = ['--max-semi-space-size=64', '--import', 'tsx', 'src/cli/main.ts', 'serve', ...(opts.role && opts.role !== 'all' ? [opts.role] : [])];
+  const args = [
+    '--max-semi-space-size=64',
+    '--import',
+    'tsx',
+    'src/cli/main.ts',
+    'serve',
+    ...(opts.role && opts.role !== 'all' ? [opts.role] : []),
+  ];
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   return new ChildService(child, path.join(opts.dataDir, 'service.log'));
@@ -251,7 +271,10 @@ const HISTORY_END = Date.parse('2024-03-01T00:00:00Z') / 1000;
  * reports that are not FINISHED, and a share of the reports in bundles of 5-30 on `checks-bulk`.
  * Deterministic for a seed.
  */
-export function faultJobs(opts: { seed: number; targets: number; days: number; bundleShare?: number }): { jobs: FaultJob[]; reports: number } {
+export function faultJobs(opts: { seed: number; targets: number; days: number; bundleShare?: number }): {
+  jobs: FaultJob[];
+  reports: number;
+} {
   const rnd = prng(opts.seed);
   const history = [...demoHistory({ targets: opts.targets, days: opts.days, end: HISTORY_END, intervalDays: 1, seed: opts.seed })];
   const shuffled: Record<string, unknown>[] = [];
@@ -266,7 +289,8 @@ export function faultJobs(opts: { seed: number; targets: number; days: number; b
   const delivered = [...shuffled];
   for (const r of shuffled) {
     if (rnd() < 0.03) delivered.splice(Math.floor(delivered.indexOf(r) + 1 + rnd() * (delivered.length - delivered.indexOf(r))), 0, r);
-    if (rnd() < 0.01) delivered.splice(Math.floor(rnd() * delivered.length), 0, { ...r, status: 'RUNNING', check_id: `running-${String(r.check_id)}` });
+    if (rnd() < 0.01)
+      delivered.splice(Math.floor(rnd() * delivered.length), 0, { ...r, status: 'RUNNING', check_id: `running-${String(r.check_id)}` });
   }
   const jobs: FaultJob[] = [];
   for (let i = 0; i < delivered.length; ) {
@@ -313,13 +337,22 @@ export async function apiState(get: (pathAndQuery: string) => Promise<any>): Pro
     state[`/findings?${q}`] = ((await pages('/findings', q, 'findings')) as Record<string, unknown>[]).map(withoutClock);
   }
   for (const at of AT_DATES) {
-    for (const q of [`atDate=${at}`, `status=OPEN&atDate=${at}`, `status=FIXED&atDate=${at}`]) state[`/findings?${q}`] = await pages('/findings', q, 'findings');
+    for (const q of [`atDate=${at}`, `status=OPEN&atDate=${at}`, `status=FIXED&atDate=${at}`])
+      state[`/findings?${q}`] = await pages('/findings', q, 'findings');
   }
   state['/sources'] = await pages('/sources', '', 'sources');
   state['/targets'] = await pages('/targets', '', 'targets');
   state['/issues'] = await pages('/issues', '', 'issues');
   state['/stats/issues'] = await pages('/stats/issues', '', 'issues');
-  const stats = ['/stats/open', '/stats/fixed', '/stats/mttr', '/stats/assets', `/stats/open?${RANGE}`, `/stats/fixed?${RANGE}`, `/stats/mttr?${RANGE}`];
+  const stats = [
+    '/stats/open',
+    '/stats/fixed',
+    '/stats/mttr',
+    '/stats/assets',
+    `/stats/open?${RANGE}`,
+    `/stats/fixed?${RANGE}`,
+    `/stats/mttr?${RANGE}`,
+  ];
   for (const at of AT_DATES) stats.push(...['open', 'fixed', 'exposure', 'exposure/current'].map((s) => `/stats/${s}?atDate=${at}`));
   for (const s of stats) state[s] = await get(s);
   return state;
@@ -349,7 +382,8 @@ export function stateDifferences(actual: Record<string, unknown>, expected: Reco
     if (Array.isArray(a) && Array.isArray(e)) {
       const found = [];
       for (let i = 0; i < Math.max(a.length, e.length) && found.length < perKey; i++) {
-        if (!isDeepStrictEqual(a[i], e[i])) found.push({ answer: `${key} (${a.length} items, expected ${e.length})`, index: i, actual: a[i], expected: e[i] });
+        if (!isDeepStrictEqual(a[i], e[i]))
+          found.push({ answer: `${key} (${a.length} items, expected ${e.length})`, index: i, actual: a[i], expected: e[i] });
       }
       out.push(...found);
     } else out.push({ answer: key, actual: a, expected: e });

@@ -30,7 +30,7 @@ export function parseDockerfile(text: string): Stage[] {
     if (/^\s*#/.test(raw) && pending === '') continue;
     const line = raw.replace(/\s+$/, '');
     if (line.endsWith('\\')) {
-      pending += line.slice(0, -1) + ' ';
+      pending += `${line.slice(0, -1)} `;
       continue;
     }
     const full = (pending + line).trim();

@@ -121,21 +121,117 @@ export class FuzzRequest {
 const LONE_SURROGATES = ['\ud800', '\udbff', '\udc00', '\udfff'];
 const SPECIAL_CHARS = [
   ...LONE_SURROGATES,
-  '\u0000', '\u0001', '\u001f', '\u007f', '\u0085', '\u00a0', '\u2028', '\u202e', '\ufeff', '\ufffd', '\uffff',
-  '\u{10ffff}', '\u{1f4a9}', 'é', 'Ω', 'ß', 'İ',
-  "'", '"', '\\', '`', '{', '}', '[', ']', ':', ',', ';', '%', '&', '=', '?', '#', '/', '+', '*', '$', '@', '<', '>', '|',
-  ' ', '\t', '\n', '\r',
+  '\u0000',
+  '\u0001',
+  '\u001f',
+  '\u007f',
+  '\u0085',
+  '\u00a0',
+  '\u2028',
+  '\u202e',
+  '\ufeff',
+  '\ufffd',
+  '\uffff',
+  '\u{10ffff}',
+  '\u{1f4a9}',
+  'é',
+  'Ω',
+  'ß',
+  'İ',
+  "'",
+  '"',
+  '\\',
+  '`',
+  '{',
+  '}',
+  '[',
+  ']',
+  ':',
+  ',',
+  ';',
+  '%',
+  '&',
+  '=',
+  '?',
+  '#',
+  '/',
+  '+',
+  '*',
+  '$',
+  '@',
+  '<',
+  '>',
+  '|',
+  ' ',
+  '\t',
+  '\n',
+  '\r',
 ];
 /** SQL and ClickHouse parameter syntax, date and number oddities, words the service knows. */
 const TOKENS = [
-  "'; DROP TABLE findings; --", "' OR '1'='1", "\\'; SELECT 1; --", '{x:String}', '{id:UUID}', '{db:Identifier}',
-  '{team:Array(String)}', '{{x}}', '{x:String', '\\', "\\'", '\\0', '\\N', '%', '%zz', '%ED%A0%80', '%00', '%%',
-  'NULL', 'null', 'undefined', 'NaN', 'Infinity', '-Infinity', '1e309', '-1e309', '-0', '0x10', '1_000',
-  '__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty',
-  '0000-00-00', '2024-02-30', '99999-01-01', '2024-13-01', '0001-01-01', '0070-01-01', '1969-12-31', '1970-01-01',
-  '2106-02-07', '2106-02-08', '9999-12-31', '2024-02-29', '2023-02-29', '2024-01-05 10:00:00', '2024-01-05T10:00:00Z',
-  'FINISHED', 'RUNNING', 'OPEN', 'FIXED', 'vulcan', '$(id)', '`id`', '<script>alert(1)</script>', '../../etc/passwd',
-  'SELECT 1', 'a,b,,c', ' , ', '00000000-0000-0000-0000-000000000000', 'A3C5E7F9-1B2D-4F6A-8C0E-2B4D6F8A0C1E',
+  "'; DROP TABLE findings; --",
+  "' OR '1'='1",
+  "\\'; SELECT 1; --",
+  '{x:String}',
+  '{id:UUID}',
+  '{db:Identifier}',
+  '{team:Array(String)}',
+  '{{x}}',
+  '{x:String',
+  '\\',
+  "\\'",
+  '\\0',
+  '\\N',
+  '%',
+  '%zz',
+  '%ED%A0%80',
+  '%00',
+  '%%',
+  'NULL',
+  'null',
+  'undefined',
+  'NaN',
+  'Infinity',
+  '-Infinity',
+  '1e309',
+  '-1e309',
+  '-0',
+  '0x10',
+  '1_000',
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'hasOwnProperty',
+  '0000-00-00',
+  '2024-02-30',
+  '99999-01-01',
+  '2024-13-01',
+  '0001-01-01',
+  '0070-01-01',
+  '1969-12-31',
+  '1970-01-01',
+  '2106-02-07',
+  '2106-02-08',
+  '9999-12-31',
+  '2024-02-29',
+  '2023-02-29',
+  '2024-01-05 10:00:00',
+  '2024-01-05T10:00:00Z',
+  'FINISHED',
+  'RUNNING',
+  'OPEN',
+  'FIXED',
+  'vulcan',
+  '$(id)',
+  '`id`',
+  '<script>alert(1)</script>',
+  '../../etc/passwd',
+  'SELECT 1',
+  'a,b,,c',
+  ' , ',
+  '00000000-0000-0000-0000-000000000000',
+  'A3C5E7F9-1B2D-4F6A-8C0E-2B4D6F8A0C1E',
 ];
 
 const oddChar = fc.oneof(
@@ -157,15 +253,16 @@ export const oddString: fc.Arbitrary<string> = fc.oneof(
   },
   {
     weight: 1,
-    arbitrary: fc
-      .tuple(fc.constantFrom(...TOKENS, ...SPECIAL_CHARS), fc.integer({ min: 50, max: 1000 }))
-      .map(([s, n]) => s.repeat(n)),
+    arbitrary: fc.tuple(fc.constantFrom(...TOKENS, ...SPECIAL_CHARS), fc.integer({ min: 50, max: 1000 })).map(([s, n]) => s.repeat(n)),
   },
 );
 
 /** Tens to hundreds of thousands of characters. */
 const hugeString = fc
-  .tuple(fc.constantFrom('x', '\ud800', '{x:String}', "'", '\\', '\u0000', 'é', '\u{1f4a9}', '%zz'), fc.integer({ min: 10_000, max: 200_000 }))
+  .tuple(
+    fc.constantFrom('x', '\ud800', '{x:String}', "'", '\\', '\u0000', 'é', '\u{1f4a9}', '%zz'),
+    fc.integer({ min: 10_000, max: 200_000 }),
+  )
   .map(([s, n]) => s.repeat(Math.ceil(n / s.length)));
 
 // ----- JSON text ------------------------------------------------------------------------------
@@ -173,8 +270,28 @@ const hugeString = fc
 const str = (s: string) => JSON.stringify(s); // lone surrogates come out as \udXXX escapes, as clients send them
 
 const NUMBER_TEXTS = [
-  '0', '-0', '0.0', '-0.0', '1', '-1', '10', '10.0', '10.000000001', '79.0', '2147483647', '2147483648', '-2147483649',
-  '1e309', '-1e309', '1e-400', '1E2', '5e-1', '9007199254740993', '123456789012345678901234567890', '0.1', '4.2',
+  '0',
+  '-0',
+  '0.0',
+  '-0.0',
+  '1',
+  '-1',
+  '10',
+  '10.0',
+  '10.000000001',
+  '79.0',
+  '2147483647',
+  '2147483648',
+  '-2147483649',
+  '1e309',
+  '-1e309',
+  '1e-400',
+  '1E2',
+  '5e-1',
+  '9007199254740993',
+  '123456789012345678901234567890',
+  '0.1',
+  '4.2',
 ];
 
 const scalarText = fc.oneof(
@@ -239,11 +356,32 @@ const reportText = fc.oneof(
 const nonEmptyText = reportText.map((s) => (s === '' ? 'x' : s));
 
 const TIMESTAMPS = [
-  '2024-01-05 10:00:00', '2024-01-05T10:00:00Z', '2024-01-05T10:00:00z', '2024-01-05t10:00:00Z', '2024-01-05T10:00:00',
-  '2024-01-05T10:00:00.999999999Z', '2024-01-05T10:00:00+02:00', '2024-01-05T10:00:00-23:59', '2024-01-05T10:00:00+24:00',
-  '0000-00-00 00:00:00', '2024-02-30 10:00:00', '99999-01-01 00:00:00', '0001-01-01 00:00:00', '0070-01-01 00:00:00',
-  '1969-12-31 23:59:59', '1970-01-01 00:00:00', '2106-02-07 06:28:14', '2106-02-07 06:28:15', '9999-12-31 23:59:59',
-  '2024-01-05 24:00:00', '2024-01-05 23:59:60', '2024-1-5 10:00:00', '2024-01-05', '1704448800', '', ' ',
+  '2024-01-05 10:00:00',
+  '2024-01-05T10:00:00Z',
+  '2024-01-05T10:00:00z',
+  '2024-01-05t10:00:00Z',
+  '2024-01-05T10:00:00',
+  '2024-01-05T10:00:00.999999999Z',
+  '2024-01-05T10:00:00+02:00',
+  '2024-01-05T10:00:00-23:59',
+  '2024-01-05T10:00:00+24:00',
+  '0000-00-00 00:00:00',
+  '2024-02-30 10:00:00',
+  '99999-01-01 00:00:00',
+  '0001-01-01 00:00:00',
+  '0070-01-01 00:00:00',
+  '1969-12-31 23:59:59',
+  '1970-01-01 00:00:00',
+  '2106-02-07 06:28:14',
+  '2106-02-07 06:28:15',
+  '9999-12-31 23:59:59',
+  '2024-01-05 24:00:00',
+  '2024-01-05 23:59:60',
+  '2024-1-5 10:00:00',
+  '2024-01-05',
+  '1704448800',
+  '',
+  ' ',
 ];
 const timestampText = fc.oneof(
   { weight: 40, arbitrary: fc.constantFrom('2024-01-05 10:00:00', '2024-02-20T00:00:00Z', '2024-02-29T23:59:59.5+01:00').map(str) },
@@ -255,7 +393,10 @@ const timestampText = fc.oneof(
 const stringListText = fc.oneof(
   { weight: 4, arbitrary: fc.array(reportText, { maxLength: 4 }).map((a) => JSON.stringify(a)) },
   { weight: 1, arbitrary: fc.array(fc.oneof(reportText.map(str), anyJson), { maxLength: 4 }).map((a) => `[${a.join(',')}]`) },
-  { weight: 1, arbitrary: fc.integer({ min: 100, max: 3000 }).map((n) => JSON.stringify(Array.from({ length: n }, (_, i) => `l${i % 50}`))) },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 100, max: 3000 }).map((n) => JSON.stringify(Array.from({ length: n }, (_, i) => `l${i % 50}`))),
+  },
 );
 
 const resourceGroupText = fc
@@ -265,11 +406,7 @@ const resourceGroupText = fc
     headerKey: fc.constantFrom('header', 'Header'),
     header: field(stringListText),
     rowsKey: fc.constantFrom('rows', 'Rows'),
-    rows: field(
-      fc
-        .array(fc.dictionary(oddString, reportText, { maxKeys: 4 }), { maxLength: 4 })
-        .map((rows) => JSON.stringify(rows)),
-    ),
+    rows: field(fc.array(fc.dictionary(oddString, reportText, { maxKeys: 4 }), { maxLength: 4 }).map((rows) => JSON.stringify(rows))),
     extra: fc.array(fc.tuple(oddString, anyJson), { maxLength: 2 }),
   })
   .map((r) => {
@@ -312,7 +449,20 @@ function definedEntries(fields: Record<string, string | undefined>): [string, st
   return Object.entries(fields).filter((e): e is [string, string] => e[1] !== ABSENT);
 }
 
-const STATUS_TEXTS = ['"FINISHED"', '"RUNNING"', '"finished"', '"FINISHED "', '""', '"FAILED"', '123', 'null', 'true', '["FINISHED"]', '"\\ud800"', '"FINISHED\\u0000"'];
+const STATUS_TEXTS = [
+  '"FINISHED"',
+  '"RUNNING"',
+  '"finished"',
+  '"FINISHED "',
+  '""',
+  '"FAILED"',
+  '123',
+  'null',
+  'true',
+  '["FINISHED"]',
+  '"\\ud800"',
+  '"FINISHED\\u0000"',
+];
 
 /** A report body: a valid report with fields replaced, repeated or nested deep, or not an object at all. */
 const reportBody = fc.oneof(
@@ -320,7 +470,11 @@ const reportBody = fc.oneof(
     weight: 12,
     arbitrary: fc
       .record({
-        status: fc.oneof({ weight: 24, arbitrary: fc.constant('"FINISHED"') }, { weight: 2, arbitrary: fc.constantFrom(...STATUS_TEXTS) }, { weight: 1, arbitrary: fc.constant(ABSENT) }),
+        status: fc.oneof(
+          { weight: 24, arbitrary: fc.constant('"FINISHED"') },
+          { weight: 2, arbitrary: fc.constantFrom(...STATUS_TEXTS) },
+          { weight: 1, arbitrary: fc.constant(ABSENT) },
+        ),
         check_id: field(nonEmptyText.map(str)),
         checktype_name: field(nonEmptyText.map(str)),
         checktype_version: field(reportText.map(str)),
@@ -367,7 +521,10 @@ const targetsBody = (ctx: FuzzContext) => {
   );
   const teams = fc.oneof(
     { weight: 6, arbitrary: fc.array(team, { maxLength: 4 }).map((t) => JSON.stringify(t)) },
-    { weight: 1, arbitrary: fc.integer({ min: 95, max: 130 }).map((n) => JSON.stringify(Array.from({ length: n }, (_, i) => `fuzz-team-${i}`))) },
+    {
+      weight: 1,
+      arbitrary: fc.integer({ min: 95, max: 130 }).map((n) => JSON.stringify(Array.from({ length: n }, (_, i) => `fuzz-team-${i}`))),
+    },
     { weight: 1, arbitrary: fc.array(fc.oneof(team.map(str), anyJson), { maxLength: 4 }).map((t) => `[${t.join(',')}]`) },
   );
   return fc.oneof(
@@ -390,15 +547,53 @@ const targetsBody = (ctx: FuzzContext) => {
 };
 /** Bodies that are not JSON, or are JSON only in part. */
 const brokenBody = fc.oneof(
-  fc.constantFrom('', ' ', '\n', '{', '[', '{"status":"FINISHED"', '{"a":1,}', "{'a':1}", 'NaN', 'undefined', '\u0000', '\ufeff{}', '{"a":"\\ud800"', '{"a":"\\x41"}', '{"a":"\\u12"}', '"\\ud800"'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\n',
+    '{',
+    '[',
+    '{"status":"FINISHED"',
+    '{"a":1,}',
+    "{'a':1}",
+    'NaN',
+    'undefined',
+    '\u0000',
+    '\ufeff{}',
+    '{"a":"\\ud800"',
+    '{"a":"\\x41"}',
+    '{"a":"\\u12"}',
+    '"\\ud800"',
+  ),
   oddString,
   fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b).toString('latin1')),
 );
 
 // ----- headers --------------------------------------------------------------------------------
 
-const JSON_TYPES = ['application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/json;charset=UTF-16', 'application/json; boundary=x; charset=latin1', ' application/json ', 'application/json;;;'];
-const OTHER_TYPES = ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', 'application/json-patch+json', 'application/vnd.api+json', 'text/json', 'json', '*/*', ';', ',', 'application/json, text/plain'];
+const JSON_TYPES = [
+  'application/json',
+  'application/json; charset=utf-8',
+  'APPLICATION/JSON',
+  'application/json;charset=UTF-16',
+  'application/json; boundary=x; charset=latin1',
+  ' application/json ',
+  'application/json;;;',
+];
+const OTHER_TYPES = [
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/jsonx',
+  'application/json-patch+json',
+  'application/vnd.api+json',
+  'text/json',
+  'json',
+  '*/*',
+  ';',
+  ',',
+  'application/json, text/plain',
+];
 
 type ContentType = { value: string | string[] | undefined; json: boolean };
 const contentType: fc.Arbitrary<ContentType> = fc.oneof(
@@ -428,7 +623,25 @@ function rawEncode(s: string): string {
   }
   return out;
 }
-const RAW_ODDITIES = ['%', '%zz', '%ED%A0%80', '%C3', '%C0%AF', '%2F', '%00', '%%', '%2', '%u0041', '%FF%FE', '+', '..', '.', ';x', '%3B', '%20'];
+const RAW_ODDITIES = [
+  '%',
+  '%zz',
+  '%ED%A0%80',
+  '%C3',
+  '%C0%AF',
+  '%2F',
+  '%00',
+  '%%',
+  '%2',
+  '%u0041',
+  '%FF%FE',
+  '+',
+  '..',
+  '.',
+  ';x',
+  '%3B',
+  '%20',
+];
 
 const encodedString = (s: fc.Arbitrary<string>) =>
   fc.oneof(
@@ -438,17 +651,80 @@ const encodedString = (s: fc.Arbitrary<string>) =>
     { weight: 1, arbitrary: fc.tuple(s.map(percentEncode), fc.constantFrom(...RAW_ODDITIES)).map(([a, b]) => a + b) },
   );
 
-const DATES = ['2024-01-05', '2024-02-20', '2024-02-29', '2023-02-29', '2024-02-30', '0000-00-00', '0001-01-01', '0070-01-01', '1969-12-31', '1970-01-01', '2106-02-07', '2106-02-08', '2200-01-01', '9999-12-31', '99999-01-01', '2024-1-5', '2024-01-05T00:00:00Z', '20240105', ' 2024-01-05', '-2024-01-05', '２０２４-01-05'];
-const SCORES = ['0', '-0', '10', '-1', '10.0', '6.1', '1e3', '.5', '5.', '+5', 'NaN', 'Infinity', '0x10', ' 5', '9'.repeat(400), `-${'9'.repeat(400)}`, `0.${'0'.repeat(400)}1`, '1.7976931348623157e309'];
-const PAGES = ['0', '1', '2', '5', '100', '101', '-1', '1.5', '1e3', 'abc', '99999999999999999999999', '9007199254740993', ' 1', '01', '+1', '0x1'];
+const DATES = [
+  '2024-01-05',
+  '2024-02-20',
+  '2024-02-29',
+  '2023-02-29',
+  '2024-02-30',
+  '0000-00-00',
+  '0001-01-01',
+  '0070-01-01',
+  '1969-12-31',
+  '1970-01-01',
+  '2106-02-07',
+  '2106-02-08',
+  '2200-01-01',
+  '9999-12-31',
+  '99999-01-01',
+  '2024-1-5',
+  '2024-01-05T00:00:00Z',
+  '20240105',
+  ' 2024-01-05',
+  '-2024-01-05',
+  '２０２４-01-05',
+];
+const SCORES = [
+  '0',
+  '-0',
+  '10',
+  '-1',
+  '10.0',
+  '6.1',
+  '1e3',
+  '.5',
+  '5.',
+  '+5',
+  'NaN',
+  'Infinity',
+  '0x10',
+  ' 5',
+  '9'.repeat(400),
+  `-${'9'.repeat(400)}`,
+  `0.${'0'.repeat(400)}1`,
+  '1.7976931348623157e309',
+];
+const PAGES = [
+  '0',
+  '1',
+  '2',
+  '5',
+  '100',
+  '101',
+  '-1',
+  '1.5',
+  '1e3',
+  'abc',
+  '99999999999999999999999',
+  '9007199254740993',
+  ' 1',
+  '01',
+  '+1',
+  '0x1',
+];
 const BOOLEANS = ['1', 't', 'T', 'true', 'TRUE', 'True', '0', 'f', 'F', 'false', 'FALSE', 'False', 'yes', 'TrUe', '2', ' true'];
 
 /** Values by parameter name: the well-formed ones of each kind next to their near misses. */
-function valueOf(name: string, ctx: FuzzContext): fc.Arbitrary<string> {
+function valueFor(name: string, ctx: FuzzContext): fc.Arbitrary<string> {
   const list = (items: fc.Arbitrary<string>) =>
     fc.oneof(
       { weight: 4, arbitrary: fc.array(items, { minLength: 1, maxLength: 4 }).map((a) => a.join(',')) },
-      { weight: 1, arbitrary: fc.tuple(items, fc.integer({ min: 50, max: 600 })).map(([v, n]) => Array.from({ length: n }, (_, i) => `${v}${i}`).join(',')) },
+      {
+        weight: 1,
+        arbitrary: fc
+          .tuple(items, fc.integer({ min: 50, max: 600 }))
+          .map(([v, n]) => Array.from({ length: n }, (_, i) => `${v}${i}`).join(',')),
+      },
       { weight: 1, arbitrary: fc.constantFrom(',', ',,,', ' , ') },
     );
   const known = (values: string[]) => fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...values) }, { weight: 2, arbitrary: oddString });
@@ -463,10 +739,18 @@ function valueOf(name: string, ctx: FuzzContext): fc.Arbitrary<string> {
       );
     case 'minScore':
     case 'maxScore':
-      return fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...SCORES) }, { weight: 2, arbitrary: fc.double().map(String) }, { weight: 1, arbitrary: oddString });
+      return fc.oneof(
+        { weight: 4, arbitrary: fc.constantFrom(...SCORES) },
+        { weight: 2, arbitrary: fc.double().map(String) },
+        { weight: 1, arbitrary: oddString },
+      );
     case 'page':
     case 'size':
-      return fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...PAGES) }, { weight: 1, arbitrary: fc.nat().map(String) }, { weight: 1, arbitrary: oddString });
+      return fc.oneof(
+        { weight: 4, arbitrary: fc.constantFrom(...PAGES) },
+        { weight: 1, arbitrary: fc.nat().map(String) },
+        { weight: 1, arbitrary: oddString },
+      );
     case 'identifiermatch':
     case 'includeSuppressed':
       return fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...BOOLEANS) }, { weight: 1, arbitrary: oddString });
@@ -493,8 +777,42 @@ function valueOf(name: string, ctx: FuzzContext): fc.Arbitrary<string> {
   }
 }
 
-const ALL_PARAMS = ['page', 'size', 'atDate', 'minDate', 'maxDate', 'minScore', 'maxScore', 'identifiermatch', 'status', 'team', 'teams', 'identifier', 'identifiers', 'labels', 'sortBy', 'sla', 'decision', 'includeSuppressed'];
-const ODD_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'page[]', 'page[0]', 'a[b]', 'a.b', '', ' ', 'PAGE', 'Page', 'status ', '%70age'];
+const ALL_PARAMS = [
+  'page',
+  'size',
+  'atDate',
+  'minDate',
+  'maxDate',
+  'minScore',
+  'maxScore',
+  'identifiermatch',
+  'status',
+  'team',
+  'teams',
+  'identifier',
+  'identifiers',
+  'labels',
+  'sortBy',
+  'sla',
+  'decision',
+  'includeSuppressed',
+];
+const ODD_NAMES = [
+  '__proto__',
+  'constructor',
+  'toString',
+  'hasOwnProperty',
+  'page[]',
+  'page[0]',
+  'a[b]',
+  'a.b',
+  '',
+  ' ',
+  'PAGE',
+  'Page',
+  'status ',
+  '%70age',
+];
 
 interface Query {
   text: string;
@@ -509,7 +827,7 @@ function queryOf(params: readonly string[], ctx: FuzzContext): fc.Arbitrary<Quer
   );
   const pair = name.chain((n) =>
     fc.oneof(
-      { weight: 12, arbitrary: encodedString(valueOf(n, ctx)).map((v) => `${percentEncode(n)}=${v}`) },
+      { weight: 12, arbitrary: encodedString(valueFor(n, ctx)).map((v) => `${percentEncode(n)}=${v}`) },
       { weight: 1, arbitrary: fc.constantFrom(`${n}`, `${n}=`, `=${n}`, `${n}==x`, `${n}=a=b`).map(rawEncode) },
     ),
   );
@@ -549,7 +867,10 @@ function withQuery(path: string, query: Query): string {
 export function paramCount(target: string): number {
   const q = target.indexOf('?');
   if (q < 0) return 0;
-  return target.slice(q + 1).split('&').filter((p) => p !== '').length;
+  return target
+    .slice(q + 1)
+    .split('&')
+    .filter((p) => p !== '').length;
 }
 
 /** Trailing slashes: none mostly, a few, or thousands (SPEC §5.1 ignores them, §5.6 bounds their cost). */
@@ -560,7 +881,15 @@ const trailing = fc.oneof(
 );
 
 type IdKind = keyof FuzzContext['ids'];
-const NON_UUIDS = ['1', 'abc', 'null', '00000000-0000-0000-0000-00000000000g', '00000000000000000000000000000000', '{00000000-0000-0000-0000-000000000000}', ' 00000000-0000-0000-0000-000000000000'];
+const NON_UUIDS = [
+  '1',
+  'abc',
+  'null',
+  '00000000-0000-0000-0000-00000000000g',
+  '00000000000000000000000000000000',
+  '{00000000-0000-0000-0000-000000000000}',
+  ' 00000000-0000-0000-0000-000000000000',
+];
 
 /** A path id: one that exists (of this kind or another), a random or nil UUID, upper case, or no UUID at all. */
 function idOf(kind: IdKind, ctx: FuzzContext): fc.Arbitrary<{ text: string; clean: boolean }> {
@@ -616,7 +945,9 @@ function otherMethodStatus(method: string): readonly number[] | undefined {
 /** Requests to the database API's GET routes (every operation of src/openapi/operations.ts, /openapi.json, /docs). */
 function dbReads(ctx: FuzzContext): fc.Arbitrary<FuzzRequest> {
   const ops = [
-    ...dbOperations.filter((o) => o.method === 'get').map((o) => ({ path: o.path, params: o.params ?? [], schema: o.response as z.ZodType | undefined, canPost: o.path === '/targets' })),
+    ...dbOperations
+      .filter((o) => o.method === 'get')
+      .map((o) => ({ path: o.path, params: o.params ?? [], schema: o.response as z.ZodType | undefined, canPost: o.path === '/targets' })),
     { path: '/openapi.json', params: [], schema: undefined, canPost: false },
     { path: '/docs', params: [], schema: undefined, canPost: false },
   ];
@@ -644,7 +975,16 @@ function dbReads(ctx: FuzzContext): fc.Arbitrary<FuzzRequest> {
         if (r.accept !== '') headers.Accept = r.accept;
         if (r.jsonType) headers['Content-Type'] = 'application/json';
         const body = r.method === 'GET' || r.method === 'HEAD' ? (r.body !== undefined && r.method === 'GET' ? r.body : undefined) : r.body;
-        return new FuzzRequest('db', `${r.method === 'GET' ? 'GET' : 'other method'} ${r.op.path}`, r.method, target, headers, body, expect, canonical ? r.op.schema : undefined);
+        return new FuzzRequest(
+          'db',
+          `${r.method === 'GET' ? 'GET' : 'other method'} ${r.op.path}`,
+          r.method,
+          target,
+          headers,
+          body,
+          expect,
+          canonical ? r.op.schema : undefined,
+        );
       }),
     );
 }
@@ -681,8 +1021,21 @@ function dbWrites(ctx: FuzzContext): fc.Arbitrary<FuzzRequest> {
       }
       const size = Buffer.byteLength(payload);
       // Bytes that are not UTF-8 may break the document's structure: only the media type and size are certain.
-      const expect = r.invalidUtf8 && r.type.json && size <= ctx.maxReportBytes ? undefined : expectedWrite(r.body.path, r.body.text, r.type, size, ctx.maxReportBytes);
-      return new FuzzRequest('db', `POST ${r.body.path}`, 'POST', `${r.body.path}${r.trailing}`, headers, payload, expect, undefined, r.chunked);
+      const expect =
+        r.invalidUtf8 && r.type.json && size <= ctx.maxReportBytes
+          ? undefined
+          : expectedWrite(r.body.path, r.body.text, r.type, size, ctx.maxReportBytes);
+      return new FuzzRequest(
+        'db',
+        `POST ${r.body.path}`,
+        'POST',
+        `${r.body.path}${r.trailing}`,
+        headers,
+        payload,
+        expect,
+        undefined,
+        r.chunked,
+      );
     });
 }
 
@@ -722,7 +1075,10 @@ function expectedWrite(path: string, text: string, type: ContentType, size: numb
 /** The metrics API: every metric per team and globally, the health check, with good, wrong and no tokens. */
 function metricsRequests(ctx: FuzzContext): fc.Arbitrary<FuzzRequest> {
   const team = fc.oneof(
-    { weight: 4, arbitrary: fc.constantFrom(ctx.tokens.memberTeam, ...ctx.teams).map((text) => ({ text: percentEncode(text), clean: true })) },
+    {
+      weight: 4,
+      arbitrary: fc.constantFrom(ctx.tokens.memberTeam, ...ctx.teams).map((text) => ({ text: percentEncode(text), clean: true })),
+    },
     { weight: 2, arbitrary: fc.uuid().map((text) => ({ text, clean: true })) },
     { weight: 2, arbitrary: encodedString(oddString).map((text) => ({ text, clean: false })) },
   );
@@ -735,18 +1091,63 @@ function metricsRequests(ctx: FuzzContext): fc.Arbitrary<FuzzRequest> {
       arbitrary: fc
         .oneof(
           fc.constantFrom(...ctx.tokens.refused).map((t) => `Bearer ${t}`),
-          fc.constantFrom('Bearer', 'Bearer ', 'Basic YWxpY2U6c2VjcmV0', `Bearer ${ctx.tokens.admin}x`, 'Bearer %ED%A0%80', `Token ${ctx.tokens.admin}`),
+          fc.constantFrom(
+            'Bearer',
+            'Bearer ',
+            'Basic YWxpY2U6c2VjcmV0',
+            `Bearer ${ctx.tokens.admin}x`,
+            'Bearer %ED%A0%80',
+            `Token ${ctx.tokens.admin}`,
+          ),
         )
         .map((header) => ({ header, kind: 'refused' })),
     },
     // The scheme is case-insensitive (RFC 9110); odd spacing is the verifier's call.
-    { weight: 1, arbitrary: fc.constantFrom(`bearer ${ctx.tokens.admin}`, `Bearer ${ctx.tokens.odd}`, `BEARER ${ctx.tokens.member}`, `Bearer  ${ctx.tokens.admin}`, ` Bearer ${ctx.tokens.admin}`).map((header) => ({ header, kind: 'odd' })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom(
+          `bearer ${ctx.tokens.admin}`,
+          `Bearer ${ctx.tokens.odd}`,
+          `BEARER ${ctx.tokens.member}`,
+          `Bearer  ${ctx.tokens.admin}`,
+          ` Bearer ${ctx.tokens.admin}`,
+        )
+        .map((header) => ({ header, kind: 'odd' })),
+    },
   );
   const metric = fc.constantFrom(...METRICS);
   const route = fc.oneof(
-    { weight: 5, arbitrary: fc.tuple(metric, team).map(([m, t]) => ({ route: `/teams/{team_id}/${m.path}`, path: `/teams/${t.text}/${m.path}`, clean: t.clean, params: m.params, metric: m as (typeof METRICS)[number] | undefined })) },
-    { weight: 4, arbitrary: metric.map((m) => ({ route: `/${m.path}`, path: `/${m.path}`, clean: true, params: [...m.params, 'teams'] as readonly string[], metric: m as (typeof METRICS)[number] | undefined })) },
-    { weight: 1, arbitrary: fc.constant({ route: '/healthcheck', path: '/healthcheck', clean: true, params: [] as readonly string[], metric: undefined }) },
+    {
+      weight: 5,
+      arbitrary: fc.tuple(metric, team).map(([m, t]) => ({
+        route: `/teams/{team_id}/${m.path}`,
+        path: `/teams/${t.text}/${m.path}`,
+        clean: t.clean,
+        params: m.params,
+        metric: m as (typeof METRICS)[number] | undefined,
+      })),
+    },
+    {
+      weight: 4,
+      arbitrary: metric.map((m) => ({
+        route: `/${m.path}`,
+        path: `/${m.path}`,
+        clean: true,
+        params: [...m.params, 'teams'] as readonly string[],
+        metric: m as (typeof METRICS)[number] | undefined,
+      })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.constant({
+        route: '/healthcheck',
+        path: '/healthcheck',
+        clean: true,
+        params: [] as readonly string[],
+        metric: undefined,
+      }),
+    },
   );
   return fc
     .record({
@@ -768,7 +1169,16 @@ function metricsRequests(ctx: FuzzContext): fc.Arbitrary<FuzzRequest> {
         else if (r.route.clean && r.route.metric && r.bearer.kind === 'admin' && tooMany) expect = [422];
         else if (r.route.route === '/healthcheck' && r.method === 'GET' && !tooMany) expect = [200];
         const schema = r.route.clean && r.route.metric ? METRIC_SCHEMAS[r.route.metric.key] : undefined;
-        return new FuzzRequest('metrics', `${r.method === 'GET' ? 'GET' : 'other method'} ${r.route.route}`, r.method, target, headers, undefined, expect, schema);
+        return new FuzzRequest(
+          'metrics',
+          `${r.method === 'GET' ? 'GET' : 'other method'} ${r.route.route}`,
+          r.method,
+          target,
+          headers,
+          undefined,
+          expect,
+          schema,
+        );
       }),
     );
 }
@@ -873,12 +1283,24 @@ export function fuzzClient(urls: Record<Api, string>, opts: { sockets: number; t
       const headers: Record<string, string | string[] | number> = { ...req.headers };
       if (req.body !== undefined && !req.chunked) headers['Content-Length'] = Buffer.byteLength(req.body);
       const r = http.request(
-        { agent, host: base.hostname, port: base.port, method: req.method, path: req.target.startsWith('/') ? req.target : `/${req.target}`, headers },
+        {
+          agent,
+          host: base.hostname,
+          port: base.port,
+          method: req.method,
+          path: req.target.startsWith('/') ? req.target : `/${req.target}`,
+          headers,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, contentType: res.headers['content-type'], body: Buffer.concat(chunks), ms: performance.now() - started }),
+            resolve({
+              status: res.statusCode ?? 0,
+              contentType: res.headers['content-type'],
+              body: Buffer.concat(chunks),
+              ms: performance.now() - started,
+            }),
           );
           res.on('error', reject);
         },
@@ -914,7 +1336,12 @@ const metricsErrorSchema = {
   safeParse(v: unknown, status: number): boolean {
     if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
     const o = v as Record<string, unknown>;
-    return Object.keys(o).sort().join(',') === 'code,error,type' && o.code === status && typeof o.error === 'string' && typeof o.type === 'string';
+    return (
+      Object.keys(o).sort().join(',') === 'code,error,type' &&
+      o.code === status &&
+      typeof o.error === 'string' &&
+      typeof o.type === 'string'
+    );
   },
 };
 
@@ -1010,7 +1437,13 @@ export async function sendBatch(client: Client, batch: FuzzRequest[], ledger: Le
     }
     record(ledger, x.req, x.a);
     const problems = problemsOf(x.req, x.a);
-    if (problems.length > 0) failures.push({ key: `${x.req.route}: ${problems.join('; ')}`, req: x.req, status: x.a.status, body: x.a.body.toString('utf8').slice(0, 300) });
+    if (problems.length > 0)
+      failures.push({
+        key: `${x.req.route}: ${problems.join('; ')}`,
+        req: x.req,
+        status: x.a.status,
+        body: x.a.body.toString('utf8').slice(0, 300),
+      });
   }
   return failures;
 }
@@ -1019,8 +1452,33 @@ export async function sendBatch(client: Client, batch: FuzzRequest[], ledger: Le
 // After the campaign: what the accepted reports left in the queue
 // ---------------------------------------------------------------------------------------------
 
-const REPORT_KEYS = new Set(['status', 'check_id', 'checktype_name', 'checktype_version', 'target', 'options', 'tag', 'start_time', 'end_time', 'vulnerabilities']);
-const VULNERABILITY_KEYS = new Set(['summary', 'description', 'score', 'cwe_id', 'recommendations', 'references', 'labels', 'details', 'impact_details', 'resources', 'affected_resource', 'affected_resource_string', 'fingerprint']);
+const REPORT_KEYS = new Set([
+  'status',
+  'check_id',
+  'checktype_name',
+  'checktype_version',
+  'target',
+  'options',
+  'tag',
+  'start_time',
+  'end_time',
+  'vulnerabilities',
+]);
+const VULNERABILITY_KEYS = new Set([
+  'summary',
+  'description',
+  'score',
+  'cwe_id',
+  'recommendations',
+  'references',
+  'labels',
+  'details',
+  'impact_details',
+  'resources',
+  'affected_resource',
+  'affected_resource_string',
+  'fingerprint',
+]);
 const RESOURCE_KEYS = new Set(['name', 'header', 'rows']);
 
 function allWellFormed(v: unknown): boolean {
@@ -1036,7 +1494,9 @@ export function jobDataProblem(data: unknown): string | undefined {
   const d = data as Record<string, unknown>;
   if (!allWellFormed(d)) return 'holds an unpaired surrogate';
   if (d.status !== 'FINISHED') {
-    return typeof d.status === 'string' && Object.keys(d).join() === 'status' ? undefined : `a non-FINISHED job carries ${Object.keys(d).join(',')}`;
+    return typeof d.status === 'string' && Object.keys(d).join() === 'status'
+      ? undefined
+      : `a non-FINISHED job carries ${Object.keys(d).join(',')}`;
   }
   const extra = Object.keys(d).filter((k) => !REPORT_KEYS.has(k));
   if (extra.length > 0) return `fields beyond SPEC §3.2: ${extra.join(',')}`;
@@ -1073,9 +1533,7 @@ export interface CampaignOptions {
 }
 
 const describeFailures = (failures: Failure[]) =>
-  failures
-    .map((f) => `  ${f.key}\n    request: ${String(f.req[fc.toStringMethod]())}\n    answer: ${f.status} ${f.body}`)
-    .join('\n');
+  failures.map((f) => `  ${f.key}\n    request: ${String(f.req[fc.toStringMethod]())}\n    answer: ${f.status} ${f.body}`).join('\n');
 
 /**
  * fast-check runs batches of requests until one answer fails its checks, then shrinks the batch to
@@ -1129,7 +1587,10 @@ export async function collectCampaign(o: CampaignOptions): Promise<FailureClass[
 
 export const describeClasses = (seed: number, classes: FailureClass[]) =>
   classes
-    .map((c) => `${c.count}× ${c.key}\n    replay: seed ${seed}, path "${c.path}"\n    request: ${String(c.example.req[fc.toStringMethod]()).slice(0, 600)}\n    answer: ${c.example.status} ${c.example.body}`)
+    .map(
+      (c) =>
+        `${c.count}× ${c.key}\n    replay: seed ${seed}, path "${c.path}"\n    request: ${String(c.example.req[fc.toStringMethod]()).slice(0, 600)}\n    answer: ${c.example.status} ${c.example.body}`,
+    )
     .join('\n');
 
 // ---------------------------------------------------------------------------------------------
@@ -1188,7 +1649,10 @@ export async function queueProblems(queue: Queue, ledger: Ledger): Promise<strin
   const counts = await queue.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'completed', 'failed');
   const queued = (counts.waiting ?? 0) + (counts.prioritized ?? 0);
   const catalog = reports.length;
-  if (queued !== ledger.jobs.length) problems.push(`${queued} jobs wait in the queue for ${ledger.jobs.length} accepted reports (${JSON.stringify(counts)}; the catalog's ${catalog} completed before)`);
+  if (queued !== ledger.jobs.length)
+    problems.push(
+      `${queued} jobs wait in the queue for ${ledger.jobs.length} accepted reports (${JSON.stringify(counts)}; the catalog's ${catalog} completed before)`,
+    );
   for (let i = 0; i < ledger.jobs.length; i += 100) {
     const ids = ledger.jobs.slice(i, i + 100);
     const jobs = await Promise.all(ids.map((id) => queue.getJob(id)));
@@ -1254,13 +1718,34 @@ export async function withStoredIds(ctx: FuzzContext, db: (path: string) => Prom
   return {
     ...ctx,
     ids: {
-      finding: more(ctx.ids.finding, findings.map((f) => f.id)),
-      issue: more(ctx.ids.issue, issues.map((i) => i.id)),
-      target: more(ctx.ids.target, targets.map((t) => t.id)),
-      source: more(ctx.ids.source, sources.map((x) => x.id)),
+      finding: more(
+        ctx.ids.finding,
+        findings.map((f) => f.id),
+      ),
+      issue: more(
+        ctx.ids.issue,
+        issues.map((i) => i.id),
+      ),
+      target: more(
+        ctx.ids.target,
+        targets.map((t) => t.id),
+      ),
+      source: more(
+        ctx.ids.source,
+        sources.map((x) => x.id),
+      ),
     },
-    identifiers: more(ctx.identifiers, targets.map((t) => t.identifier)).slice(0, 200),
-    teams: more(ctx.teams, targets.flatMap((t) => t.teams)).slice(0, 200),
-    labels: more(ctx.labels, issues.flatMap((i) => i.labels)).slice(0, 200),
+    identifiers: more(
+      ctx.identifiers,
+      targets.map((t) => t.identifier),
+    ).slice(0, 200),
+    teams: more(
+      ctx.teams,
+      targets.flatMap((t) => t.teams),
+    ).slice(0, 200),
+    labels: more(
+      ctx.labels,
+      issues.flatMap((i) => i.labels),
+    ).slice(0, 200),
   };
 }

@@ -83,14 +83,17 @@ export function expandQuery(sql: string, e: Expansion): string {
   }
   // Frontend: template variables. A multi-value variable in this plugin's SQL renders as quoted,
   // comma-separated values, which is also what the explicit :singlequote format gives.
-  sql = sql.replace(/\$\{(\w+)(?::(\w+))?\}|\$(?!__)(\w+)/g, (whole, a: string | undefined, format: string | undefined, b: string | undefined) => {
-    const name = (a ?? b)!;
-    const selection = e.vars[name];
-    if (!selection) throw new Error(`unknown template variable ${whole}`);
-    if (format !== undefined && format !== 'singlequote') throw new Error(`variable format not handled here: ${whole}`);
-    if (selection.values.length === 0) throw new Error(`variable ${name} has no value`);
-    return selection.values.map(quote).join(',');
-  });
+  sql = sql.replace(
+    /\$\{(\w+)(?::(\w+))?\}|\$(?!__)(\w+)/g,
+    (whole, a: string | undefined, format: string | undefined, b: string | undefined) => {
+      const name = (a ?? b)!;
+      const selection = e.vars[name];
+      if (!selection) throw new Error(`unknown template variable ${whole}`);
+      if (format !== undefined && format !== 'singlequote') throw new Error(`variable format not handled here: ${whole}`);
+      if (selection.values.length === 0) throw new Error(`variable ${name} has no value`);
+      return selection.values.map(quote).join(',');
+    },
+  );
   // Backend: the plugin's macros.
   const dt = (s: number) => `toDateTime(${s})`;
   const dt64 = (s: number) => `fromUnixTimestamp64Milli(${s * 1000})`;
@@ -106,7 +109,11 @@ export function expandQuery(sql: string, e: Expansion): string {
   };
   withArgs('timeFilter_ms', 1, ([c]) => `${c} >= ${dt64(e.from)} AND ${c} <= ${dt64(e.to)}`);
   withArgs('timeFilter', 1, ([c]) => `${c} >= ${dt(e.from)} AND ${c} <= ${dt(e.to)}`);
-  withArgs('dateTimeFilter', 2, ([d, t]) => `(${d} >= ${day(e.from)} AND ${d} <= ${day(e.to)}) AND (${t} >= ${dt(e.from)} AND ${t} <= ${dt(e.to)})`);
+  withArgs(
+    'dateTimeFilter',
+    2,
+    ([d, t]) => `(${d} >= ${day(e.from)} AND ${d} <= ${day(e.to)}) AND (${t} >= ${dt(e.from)} AND ${t} <= ${dt(e.to)})`,
+  );
   withArgs('dt', 2, ([d, t]) => `(${d} >= ${day(e.from)} AND ${d} <= ${day(e.to)}) AND (${t} >= ${dt(e.from)} AND ${t} <= ${dt(e.to)})`);
   withArgs('dateFilter', 1, ([c]) => `${c} >= ${day(e.from)} AND ${c} <= ${day(e.to)}`);
   withArgs('timeInterval_ms', 1, ([c]) => `toStartOfInterval(toDateTime64(${c}, 3), INTERVAL ${interval * 1000} millisecond)`);
@@ -140,5 +147,10 @@ export function promMatchers(expr: string): [string, string, string][] {
 
 /** Labels named in `by (...)` / `without (...)` clauses. */
 export function promGroupings(expr: string): string[] {
-  return [...expr.matchAll(/\b(?:by|without)\s*\(([^)]*)\)/g)].flatMap((m) => m[1]!.split(',').map((s) => s.trim()).filter(Boolean));
+  return [...expr.matchAll(/\b(?:by|without)\s*\(([^)]*)\)/g)].flatMap((m) =>
+    m[1]!
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
 }

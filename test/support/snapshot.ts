@@ -147,6 +147,8 @@ export async function contextFromHistory(store: Store): Promise<Awaited<ReturnTy
 
 /** Stored FOUND events whose id is not eventId(finding, source) (must be none: sql/0013 derives them). */
 export async function eventIdMismatches(store: Store) {
-  const rows = await store.query<{ id: string; finding_id: string; source_id: string }>('SELECT id, finding_id, source_id FROM finding_events');
+  const rows = await store.query<{ id: string; finding_id: string; source_id: string }>(
+    'SELECT id, finding_id, source_id FROM finding_events',
+  );
   return rows.filter((r) => r.id !== eventId(r.finding_id, r.source_id));
 }
