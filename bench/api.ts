@@ -18,7 +18,7 @@ import { createDbApi } from '../src/app.js';
 import { createLogger } from '../src/log.js';
 import { checksQueue } from '../src/queue/producer.js';
 import type { QueryParams, Store } from '../src/storage/gateway.js';
-import { ProcessLocks } from '../src/ingest/target-locks.js';
+import { ProcessLocks } from '../src/locks/target-locks.js';
 import { LARGE_TEAM, openDataset, SCALES, type Scale } from './lib/dataset.js';
 import { connectBenchClient } from './lib/http-client.js';
 import { writeResults } from './lib/results.js';

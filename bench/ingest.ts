@@ -26,7 +26,7 @@ import { loadConfig } from '../src/config.js';
 import { directBatchesInFlight } from '../src/cli/import.js';
 import { eventRows } from '../src/ingest/rows.js';
 import { ReportBatcher } from '../src/ingest/batcher.js';
-import { ProcessLocks } from '../src/ingest/target-locks.js';
+import { ProcessLocks } from '../src/locks/target-locks.js';
 import { prepareReport, type Prepared } from '../src/ingest/prepare.js';
 import { createLogger } from '../src/log.js';
 import { startService } from '../src/service.js';

@@ -22,7 +22,7 @@ import os from 'node:os';
 import { isDeepStrictEqual } from 'node:util';
 import autocannon from 'autocannon';
 import { writeResults } from './lib/results.js';
-import { ProcessLocks } from '../src/ingest/target-locks.js';
+import { ProcessLocks } from '../src/locks/target-locks.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: string) => {

@@ -17,9 +17,9 @@ import type { Logger } from './log.js';
 import type { TokenKeys } from './metrics/keys.js';
 import { statsRoutes } from './stats/routes.js';
 import type { Store } from './storage/gateway.js';
-import type { Locks } from './ingest/target-locks.js';
+import type { Locks } from './locks/target-locks.js';
 import { targetRoutes } from './targets/routes.js';
-import { TotalsRewriter } from './findings/totals.js';
+import { TotalsRewriter } from './ingest/totals.js';
 import { observeRequests } from './observability/requests.js';
 
 /** The database API (SPEC §5–§6): builds the Koa app from its dependencies; never listens. */

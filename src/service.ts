@@ -9,7 +9,7 @@ import { openDbApiWarning } from './auth/db-api.js';
 import { DataVersion } from './cache/data-version.js';
 import type { Config } from './config.js';
 import { ReportBatcher, type BatcherOptions } from './ingest/batcher.js';
-import { TargetLocks, type Locks } from './ingest/target-locks.js';
+import { TargetLocks, type Locks } from './locks/target-locks.js';
 import type { Logger } from './log.js';
 import { createMetricsApi } from './metrics/app.js';
 import { describeKeys, tokenKeys } from './metrics/keys.js';

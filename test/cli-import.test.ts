@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importDirect, importReports } from '../src/cli/import.js';
 import { ReportBatcher } from '../src/ingest/batcher.js';
-import { ProcessLocks } from '../src/ingest/target-locks.js';
+import { ProcessLocks } from '../src/locks/target-locks.js';
 import { silentLogger } from '../src/log.js';
 import { defaultRedisNames, keys } from '../src/queue/redis.js';
 import { freshStore, testDataDir } from './support/engine.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { TotalsRewriter } from '../src/findings/totals.js';
-import { ProcessLocks } from '../src/ingest/target-locks.js';
+import { TotalsRewriter } from '../src/ingest/totals.js';
+import { ProcessLocks } from '../src/locks/target-locks.js';
 import { silentLogger } from '../src/log.js';
 import type { Store } from '../src/storage/gateway.js';
 import { freshStore } from './support/engine.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ReportBatcher } from '../src/ingest/batcher.js';
-import { ProcessLocks } from '../src/ingest/target-locks.js';
+import { ProcessLocks } from '../src/locks/target-locks.js';
 import { silentLogger } from '../src/log.js';
 import { freshStore } from './support/engine.js';
 import { report, V, worked, type VulnSpec } from './support/reports.js';

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ingestBatch } from '../src/ingest/batch.js';
-import { rewriteTotals } from '../src/findings/totals.js';
-import { ProcessLocks } from '../src/ingest/target-locks.js';
+import { rewriteTotals } from '../src/ingest/totals.js';
+import { ProcessLocks } from '../src/locks/target-locks.js';
 import type { NormalizedReport } from '../src/ingest/normalize.js';
 import { prepareReport } from '../src/ingest/prepare.js';
 import type { Store } from '../src/storage/gateway.js';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReportBatcher } from '../src/ingest/batcher.js';
-import { ProcessLocks } from '../src/ingest/target-locks.js';
+import { ProcessLocks } from '../src/locks/target-locks.js';
 import { silentLogger } from '../src/log.js';
 import { worked } from './support/reports.js';
 import { bySeverity, fetchMetric, METRICS_SECRET, metricsToken } from './support/metrics.js';

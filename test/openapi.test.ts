@@ -12,7 +12,7 @@ import { metricsErrorBodySchema } from '../src/openapi/document.js';
 import { checksQueue } from '../src/queue/producer.js';
 import { requestConnection } from '../src/queue/redis.js';
 import { freshStore } from './support/engine.js';
-import { ProcessLocks } from '../src/ingest/target-locks.js';
+import { ProcessLocks } from '../src/locks/target-locks.js';
 import { json, REDIS_URL, startTestService, type TestService } from './support/service.js';
 
 /** METHOD /path with every path parameter written {x}, as the document writes them. */

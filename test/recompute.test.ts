@@ -3,7 +3,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recomputeFindings, UnknownTarget } from '../src/ingest/recompute.js';
-import { LockTimeout } from '../src/ingest/target-locks.js';
+import { LockTimeout } from '../src/locks/target-locks.js';
 import { keys } from '../src/queue/redis.js';
 import type { Store } from '../src/storage/gateway.js';
 import { ingest } from './support/api.js';

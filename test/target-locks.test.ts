@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys, type RedisNames } from '../src/queue/redis.js';
-import { TargetLocks } from '../src/ingest/target-locks.js';
+import { TargetLocks } from '../src/locks/target-locks.js';
 import { startPrivateRedis, type PrivateRedis } from './support/private-redis.js';
 
 /**

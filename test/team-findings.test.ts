@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acquireAll, LockTimeout, TargetLocks } from '../src/ingest/target-locks.js';
+import { acquireAll, LockTimeout, TargetLocks } from '../src/locks/target-locks.js';
 import { report, type VulnSpec } from './support/reports.js';
 import { ingest, reportTime } from './support/api.js';
 import { json, startTestService, type TestService } from './support/service.js';

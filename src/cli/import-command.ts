@@ -160,7 +160,7 @@ async function directImport(inputs: string[], total: number | undefined, json: b
     import('../storage/gateway.js'),
     import('../storage/migrate.js'),
     import('../ingest/batcher.js'),
-    import('../ingest/target-locks.js'),
+    import('../locks/target-locks.js'),
     import('../queue/redis.js'),
     import('./import.js'),
   ]);

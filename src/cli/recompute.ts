@@ -53,7 +53,7 @@ export function recomputeCommand(config: () => Config): Command {
         import('../storage/gateway.js'),
         import('../storage/migrate.js'),
         import('../ingest/recompute.js'),
-        import('../ingest/target-locks.js'),
+        import('../locks/target-locks.js'),
         import('../queue/redis.js'),
       ]);
     const { ProcessLocks, TargetLocks, LockTimeout } = locksModule;

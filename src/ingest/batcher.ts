@@ -4,9 +4,9 @@ import { ingestBatch, SimulatedCrash, type BatchResult, type WriteStep } from '.
 import { StoreError, type Store } from '../storage/gateway.js';
 import type { NormalizedReport } from './normalize.js';
 import { prepareReport, type Prepared } from './prepare.js';
-import type { HeldLocks, Locks } from './target-locks.js';
+import type { HeldLocks, Locks } from '../locks/target-locks.js';
 import { countReports, ingestBatchDuration, ingestLag } from '../observability/metrics.js';
-import { TotalsRewriter } from '../findings/totals.js';
+import { TotalsRewriter } from './totals.js';
 
 /**
  * Gathers queue jobs into batches: each job waits here until its report has been applied with a

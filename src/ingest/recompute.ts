@@ -1,6 +1,6 @@
 import { nowSeconds } from '../domain/time.js';
 import type { Severity } from '../domain/severity.js';
-import { rewriteTotals } from '../findings/totals.js';
+import { rewriteTotals } from './totals.js';
 import type { Logger } from '../log.js';
 import { inUuids } from '../storage/bound-lists.js';
 import type { Store } from '../storage/gateway.js';
@@ -9,7 +9,7 @@ import { groupBy, rebuildPair } from './derive.js';
 import { findingContent, type FindingContent, type FindingRow, type FindingState } from './finding-state.js';
 import { compareRank } from './normalize.js';
 import * as q from './queries.js';
-import { LockTimeout, type Locks } from './target-locks.js';
+import { LockTimeout, type Locks } from '../locks/target-locks.js';
 
 /**
  * `vulndb recompute`: rebuilds every finding's state from the stored history (SPEC §3.5), e.g.

@@ -4,7 +4,7 @@ import type { Paging } from '../filters/params.js';
 import { merge, targetScope, whereClause, type Scope, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
-import { acquireAll, LockTimeout, type Locks } from '../ingest/target-locks.js';
+import { acquireAll, LockTimeout, type Locks } from '../locks/target-locks.js';
 import type { Logger } from '../log.js';
 import { copyTargetToTeams } from './team-copies.js';
 import { MAX_TEAMS_PER_TARGET } from './schema.js';

@@ -11,10 +11,10 @@ import { emptyPage } from '../storage/paged.js';
 import { issueTargetFinding } from '../issues/routes.js';
 import { issuesOfTarget } from '../issues/queries.js';
 import { describeIssues } from '../queue/contract.js';
-import { LockTimeout, type Locks } from '../ingest/target-locks.js';
+import { LockTimeout, type Locks } from '../locks/target-locks.js';
 import type { Logger } from '../log.js';
 import { associateTeams, targetPage, targetsByIds, TooManyTeams } from './queries.js';
-import type { TotalsRewriter } from '../findings/totals.js';
+import type { TotalsRewriter } from '../ingest/totals.js';
 import { associateTeamsBody, associationProblem } from './schema.js';
 
 export function targetRoutes(
