@@ -2,6 +2,7 @@ import type { JobsOptions } from 'bullmq';
 import { z } from 'zod';
 import { wellFormed, wellFormedJson } from '../domain/text.js';
 import { parseTimestamp } from '../domain/time.js';
+import { EVENT_TYPES } from '../notifications/events.js';
 
 /**
  * The queue contract shared by every producer (POST /checks, `vulndb import`, the demo) and the
@@ -197,3 +198,72 @@ export function checkReport(data: unknown): ReportVerdict {
   // The fields of §3.2 only (zod drops the rest), with any text made storable (§3.3 item 6).
   return { kind: 'finished', report: wellFormedJson(parsed.data) };
 }
+
+/**
+ * Webhook notifications (SPEC §9.1) have a queue of their own, so that deliveries never wait in
+ * line with reports nor reports with deliveries. Two kinds of job: `dispatch` (what one committed
+ * batch, a periodic check or a decision emitted; expanded into one delivery per matching
+ * subscription) and `deliver` (one event to one subscription).
+ */
+export const NOTIFICATIONS_QUEUE = 'notifications';
+
+const uuid = z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/);
+
+export const notificationEventSchema = z.object({
+  id: uuid,
+  type: z.enum(EVENT_TYPES),
+  time: z.string(),
+  findingId: uuid,
+  targetId: uuid,
+  decision: z.looseObject({ id: z.string(), action: z.enum(['made', 'revoked', 'expired']) }).optional(),
+});
+
+/**
+ * A dispatch job: events ready to send, and (a batch retried after a crash) the (target, family)
+ * pairs whose findings' current state is to be described again, since the retry itself sees no
+ * change (same event ids; receivers deduplicate).
+ */
+export const dispatchJobSchema = z.object({
+  events: z.array(notificationEventSchema),
+  describe: z.array(z.object({ targetId: uuid, familyId: uuid })).default([]),
+});
+export type DispatchJob = z.input<typeof dispatchJobSchema>;
+
+/** A delivery job: the body is rendered once, so every attempt sends (and signs) the same bytes. */
+export const deliveryJobSchema = z.object({
+  webhookId: uuid,
+  eventId: uuid,
+  type: z.enum(EVENT_TYPES),
+  body: z.string(),
+});
+export type DeliveryJob = z.infer<typeof deliveryJobSchema>;
+
+/** Dispatching reads the store: retried briefly on failure; failed ones kept for `vulndb jobs`. */
+export const dispatchJobOptions: JobsOptions = {
+  attempts: 10,
+  backoff: { type: 'exponential', delay: 1000 },
+  removeOnComplete: { age: 3600, count: 1000 },
+  removeOnFail: false,
+};
+
+/**
+ * Deliveries retry with exponential backoff: attempt n waits base × 2^(n-1) after the previous
+ * one, so `attempts` tries span base × (2^(attempts-1) − 1) — 34 h for the defaults, beyond the
+ * 24 h SPEC §9.1 asks. Failed ones are kept (removeOnFail: false) for `vulndb jobs failed --queue
+ * notifications` and re-drive; completed ones a day, so that a re-sent event (same job id) is
+ * dropped meanwhile instead of delivered twice.
+ */
+export const DELIVERY_ATTEMPTS = 13;
+export const DELIVERY_BACKOFF_MS = 30_000;
+
+export function deliveryJobOptions(attempts = DELIVERY_ATTEMPTS, backoffMs = DELIVERY_BACKOFF_MS): JobsOptions {
+  return {
+    attempts,
+    backoff: { type: 'exponential', delay: backoffMs },
+    removeOnComplete: { age: 24 * 3600, count: 10_000 },
+    removeOnFail: false,
+  };
+}
+
+/** A delivery's job id: one per event and subscription, so duplicates are dropped while it is kept. */
+export const deliveryJobId = (eventId: string, webhookId: string) => `${eventId}_${webhookId}`;
