@@ -190,9 +190,8 @@ export async function failedBundles(queue: Queue, ids: Set<string>, startedAtMs:
 /**
  * Batches a direct import keeps in flight: at least four, or WORKER_CONCURRENCY if higher. The
  * engine runs one statement at a time and each batch alternates between its statements and its
- * work on the main thread, so more batches keep both busy (target locks keep batches apart). On
- * the 2-core host a replay of 200,000 reports ran at 1,641–1,792/s with four batches of 4,000 in
- * flight, 1,510–1,672/s with two; extra scans onto the 1M history ran alike with either (README).
+ * work on the main thread, so more batches keep both busy (target locks keep batches apart); on
+ * two cores four are enough to do so, and more only hold more reports in memory.
  */
 export const directBatchesInFlight = (configured: number): number => Math.max(4, configured);
 

@@ -6,8 +6,8 @@ import { tooManyParams } from './query.js';
 
 /**
  * A trailing slash is ignored (`/findings/` ≡ `/findings`, SPEC §5.1). The slashes are counted
- * backwards by char code: `/\/+$/` retries from every slash of a run and is quadratic in V8 (a
- * path of 15,000 slashes took 0.2–0.4 s, SPEC §5.6).
+ * backwards by char code: `/\/+$/` retries from every slash of a run and is quadratic in V8, and
+ * a request may cost at most linear time in its size (SPEC §5.6).
  */
 export const ignoreTrailingSlash: Middleware = async (ctx, next) => {
   const path = ctx.path;

@@ -15,9 +15,8 @@ export const CHECKS_QUEUE = 'checks';
 
 /**
  * Bulk producers (`vulndb import`) add bundles of reports to a queue of their own: a job costs
- * the worker, Redis and the producer CPU whatever it carries (0.2–0.6 ms depending on the host,
- * against 0.6–0.9 ms for applying a report; README, Benchmarks), so a backfill moves hundreds of
- * reports per job. A bundle is applied report by
+ * the worker, Redis and the producer CPU whatever it carries, a sizeable share of what applying
+ * its report costs, so a backfill moves hundreds of reports per job. A bundle is applied report by
  * report exactly as the same reports on `checks` would be; its own queue lets the worker bound
  * the reports it holds (jobs in flight × bundle size) apart from single-report jobs.
  */

@@ -44,8 +44,7 @@ export interface Store {
   query<T>(sql: string, params?: QueryParams): Promise<T[]>;
   /**
    * Rows as arrays of field texts (TabSeparated, unescaped): for large results of plain fields,
-   * which cost a fraction of JSON rows to format, transfer and parse (80,000 findings of a batch:
-   * about 160 ms against 450).
+   * which cost a fraction of JSON rows to format, transfer and parse.
    */
   queryFields(sql: string, params?: QueryParams): Promise<string[][]>;
   command(sql: string, params?: QueryParams, opts?: StatementOptions): Promise<void>;
