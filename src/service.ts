@@ -2,13 +2,14 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { startIngestWorkers } from '../workers/ingest.js';
+
 import { createDbApi } from './app.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { openDbApiWarning } from './auth/db-api.js';
 import { DataVersion } from './cache/data-version.js';
 import type { Config } from './config.js';
 import { ReportBatcher, type BatcherOptions } from './ingest/batcher.js';
+import { startIngestWorkers } from './ingest/worker.js';
 import { TargetLocks, type Locks } from './locks/target-locks.js';
 import type { Logger } from './log.js';
 import { createMetricsApi } from './metrics/app.js';

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Service } from '../service.js';
 import { cliConfig } from './config.js';
@@ -33,15 +34,19 @@ function onSignals(starting: Promise<Service>, log: Logger) {
   process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
+/** Starts the service with the given roles, stopping it gracefully on SIGINT or SIGTERM. */
+export async function runService(cfg: Config, roles: { api: boolean; worker: boolean }): Promise<{ service: Service; log: Logger }> {
+  const [{ createLogger }, { startService }] = await Promise.all([import('../log.js'), import('../service.js')]);
+  const log = createLogger(cfg.logLevel);
+  const starting = startService(cfg, { ...roles, log });
+  onSignals(starting, log);
+  return { service: await starting, log };
+}
+
 export async function serve(role: string | undefined, opts: { demo?: boolean }, command: Command): Promise<void> {
   const r = role ?? 'all';
   if (!['all', 'api', 'worker'].includes(r)) usageError(command, `unknown role "${r}": use all, api or worker`);
-  const cfg = await cliConfig();
-  const [{ createLogger }, { startService }] = await Promise.all([import('../log.js'), import('../service.js')]);
-  const log = createLogger(cfg.logLevel);
-  const starting = startService(cfg, { api: r !== 'worker', worker: r !== 'api', log });
-  onSignals(starting, log);
-  const service = await starting;
+  const { service, log } = await runService(await cliConfig(), { api: r !== 'worker', worker: r !== 'api' });
   if (opts.demo) {
     const [{ seedDemo }, { checksQueue }, { defaultRedisNames }] = await Promise.all([
       import('../demo/seed.js'),

@@ -2,7 +2,7 @@ import { createSecretKey } from 'node:crypto';
 import http from 'node:http';
 import type { Queue, Worker } from 'bullmq';
 import fc from 'fast-check';
-import { startIngestWorkers } from '../../workers/ingest.js';
+import { startIngestWorkers } from '../../src/ingest/worker.js';
 import type { Config } from '../../src/config.js';
 import type { ReportBatcher } from '../../src/ingest/batcher.js';
 import type { Logger } from '../../src/log.js';
