@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_SLA_DAYS, parseSlaDays, type SlaPolicy } from './sla/policy.js';
 
 /**
  * Configuration, parsed once from the environment (SPEC §10 plus DATA_DIR and a few operational
@@ -51,6 +52,15 @@ const envSchema = z.object({
   ADMIN_PORT: port.default(9464),
   ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  // SPEC §12.1: an unreadable policy stops the start rather than silently counting no breach.
+  SLA_DAYS: optionalString.transform((v, ctx) => {
+    try {
+      return parseSlaDays(v ?? DEFAULT_SLA_DAYS);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      return z.NEVER;
+    }
+  }),
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -110,6 +120,8 @@ export interface Config {
     audience: string | undefined;
   };
   logLevel: Env['LOG_LEVEL'];
+  /** Remediation deadlines in days per severity (SPEC §12.1, SLA_DAYS). */
+  slaPolicy: SlaPolicy;
 }
 
 export class ConfigError extends Error {}
@@ -164,5 +176,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       audience: e.JWT_AUDIENCE,
     },
     logLevel: e.LOG_LEVEL,
+    slaPolicy: e.SLA_DAYS,
   };
 }

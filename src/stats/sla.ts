@@ -1,0 +1,83 @@
+import { NEVER } from '../domain/time.js';
+import { SEVERITIES, type BySeverity, type Severity } from '../domain/severity.js';
+import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, whereClause } from '../filters/sql.js';
+import type { SlaPolicy } from '../sla/policy.js';
+import { sla, slaParams } from '../sla/sql.js';
+import type { Store } from '../storage/gateway.js';
+import type { StatFilters } from './filters.js';
+
+/**
+ * SPEC §12.2: findings in scope OPEN and breached at T (now or atDate), and the closed periods
+ * fixed — in [L, U) with a range, else before T — and of those the ones fixed within their SLA,
+ * by severity of the current score. One pass of the engine over the scope's period arrays.
+ */
+
+type Totalled<T> = BySeverity<T> & { total: T };
+
+export interface SlaStats {
+  policy_days: BySeverity<number | null>;
+  open: Totalled<number>;
+  breached: Totalled<number>;
+  fixed: Totalled<number>;
+  fixed_within: Totalled<number | null>;
+  compliance: Totalled<number | null>;
+}
+
+interface Row {
+  severity: Severity;
+  open: number;
+  breached: number;
+  fixed: number;
+  fixed_within: number;
+}
+
+/** Rounded half away from zero at the fourth decimal (ratios are never negative). */
+const round4 = (x: number) => Math.round(x * 10_000 + 1e-9) / 10_000;
+
+export async function slaStats(store: Store, f: StatFilters, now: number, policy: SlaPolicy): Promise<SlaStats> {
+  const rows = findingsIn(f);
+  const scope = merge(rows.scope, labelsAndScores(f));
+  const ranged = f.minDate !== undefined || f.maxDateEnd !== undefined;
+  const fixedWhen = ranged ? `x >= {slaFixedFrom:DateTime('UTC')} AND x < {slaFixedTo:DateTime('UTC')}` : `x < {slaAt:DateTime('UTC')}`;
+  const params = {
+    ...scope.params,
+    ...slaParams(policy),
+    slaAt: sqlAt(f.atDate ?? now),
+    ...(ranged ? { slaFixedFrom: sqlTime(f.minDate ?? 0), slaFixedTo: sqlTime(f.maxDateEnd ?? NEVER) } : {}),
+  };
+  const found = await store.query<Row>(
+    `SELECT severity,
+            countIf(${state.openAt('slaAt')}) AS open,
+            countIf(${sla.breachedAt('slaAt')}) AS breached,
+            sum(arrayCount(x -> ${fixedWhen}, fixed_at)) AS fixed,
+            sum(if(${sla.applies}, arrayCount((f, x) -> ${fixedWhen} AND ${sla.periodFixedWithin}, found_at, fixed_at), 0)) AS fixed_within
+     FROM ${rows.from}
+     ${whereClause(scope)}
+     GROUP BY severity`,
+    params,
+  );
+  return summarise(found, policy);
+}
+
+/** Totals and ratios of SPEC §12.2: fixed_within and compliance cover the severities with an SLA. */
+function summarise(rows: Row[], policy: SlaPolicy): SlaStats {
+  const withSla = SEVERITIES.filter((s) => policy[s] !== null);
+  const of = (s: Severity, key: Exclude<keyof Row, 'severity'>) => rows.find((r) => r.severity === s)?.[key] ?? 0;
+  const sum = (severities: readonly Severity[], key: Exclude<keyof Row, 'severity'>) => severities.reduce((n, s) => n + of(s, key), 0);
+  const ratio = (within: number, fixed: number) => (fixed > 0 ? round4(within / fixed) : null);
+  const bySeverity = <T>(value: (s: Severity) => T) => Object.fromEntries(SEVERITIES.map((s) => [s, value(s)])) as BySeverity<T>;
+  const counted = (key: 'open' | 'breached' | 'fixed') => ({ ...bySeverity((s) => of(s, key)), total: sum(SEVERITIES, key) });
+  const slaOnly = <T>(value: (s: Severity) => T) => bySeverity((s) => (policy[s] !== null ? value(s) : null));
+  return {
+    policy_days: { ...policy },
+    open: counted('open'),
+    // The engine already counts no breach without an SLA; the policy says so here too.
+    breached: { ...bySeverity((s) => (policy[s] !== null ? of(s, 'breached') : 0)), total: sum(withSla, 'breached') },
+    fixed: counted('fixed'),
+    fixed_within: { ...slaOnly((s) => of(s, 'fixed_within')), total: sum(withSla, 'fixed_within') },
+    compliance: {
+      ...bySeverity((s) => (policy[s] !== null ? ratio(of(s, 'fixed_within'), of(s, 'fixed')) : null)),
+      total: ratio(sum(withSla, 'fixed_within'), sum(withSla, 'fixed')),
+    },
+  };
+}
