@@ -3,6 +3,7 @@ import Koa from 'koa';
 import { dbApiAccess } from './auth/db-api.js';
 import { ResponseCache, type CacheSettings } from './cache/response-cache.js';
 import { checkRoutes } from './checks/routes.js';
+import { importRoutes } from './imports/routes.js';
 import { nowSeconds } from './domain/time.js';
 import { findingRoutes } from './findings/routes.js';
 import type { ApiContext } from './http/context.js';
@@ -62,6 +63,7 @@ export function createDbApi(deps: DbApiDeps): Koa {
   };
   const routers = [
     checkRoutes({ queue: deps.queue, maxReportBytes: deps.maxReportBytes, log: deps.log }),
+    importRoutes({ queue: deps.queue, maxReportBytes: deps.maxReportBytes, log: deps.log, now: api.now }),
     findingRoutes(api),
     sourceRoutes(api),
     issueRoutes(api),

@@ -6,8 +6,17 @@ import { dbErrors } from '../errors.js';
  * (a missing one is accepted), more than `limit` bytes → 413, invalid JSON → 400.
  */
 export async function readJsonBody(ctx: Context, limit: number): Promise<unknown> {
+  return parseJsonBody(await readBodyBytes(ctx, limit));
+}
+
+/**
+ * The body's bytes as received, with the checks of `readJsonBody` before JSON parsing: 415 for a
+ * Content-Type other than application/json or one of `otherTypes`, 413 beyond `limit` bytes.
+ */
+export async function readBodyBytes(ctx: Context, limit: number, otherTypes: readonly string[] = []): Promise<Buffer> {
   const type = ctx.get('Content-Type');
-  if (type !== '' && type.split(';')[0]!.trim().toLowerCase() !== 'application/json') {
+  const mediaType = type.split(';')[0]!.trim().toLowerCase();
+  if (type !== '' && mediaType !== 'application/json' && !otherTypes.includes(mediaType)) {
     throw dbErrors.unsupportedMediaType();
   }
   const declared = Number(ctx.get('Content-Length') || NaN);
@@ -24,7 +33,12 @@ export async function readJsonBody(ctx: Context, limit: number): Promise<unknown
     }
     chunks.push(buf);
   }
-  const text = Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
+}
+
+/** A body's bytes as JSON: 400 when empty or not valid JSON. */
+export function parseJsonBody(bytes: Buffer): unknown {
+  const text = bytes.toString('utf8');
   if (text.trim() === '') throw dbErrors.badBody('request body must be a JSON document');
   try {
     return JSON.parse(text);
