@@ -55,6 +55,8 @@ export interface BatchResult {
     targets: number;
     issues: number;
   };
+  /** The finding versions whose status differs from the one they replace (the notifications' status events). */
+  statusChanged: FindingRow[];
 }
 
 export class SimulatedCrash extends Error {
@@ -135,7 +137,7 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
     return 'ingested';
   });
   const counts = { reports: fresh.length, events: 0, findingVersions: 0, statusChanges: 0, targets: 0, issues: 0 };
-  if (fresh.length === 0) return { outcomes, counts };
+  if (fresh.length === 0) return { outcomes, counts, statusChanged: [] };
 
   const targets = unique(fresh.map((r) => r.targetId));
   const families = unique(fresh.map((r) => r.familyId));
@@ -207,6 +209,7 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
     latestWon.has(findingId) && compareRank(newest.get(findingId)!.rank, rank) === 0;
 
   const findingRows: FindingRow[] = [];
+  const statusChanged: FindingRow[] = [];
   for (const s of states.values()) {
     if (slices.due) await slices.turn();
     const row = nextFindingRow(s, now);
@@ -271,7 +274,8 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
   });
   await step('findings', async () => {
     counts.findingVersions = findingRows.length;
-    counts.statusChanges = findingRows.filter((r) => r.status !== r.prev_status).length;
+    for (const r of findingRows) if (r.status !== r.prev_status) statusChanged.push(r);
+    counts.statusChanges = statusChanged.length;
     await store.insert('findings', findingRows);
     // A retry may follow a process killed between this insert and its views' pushes.
     if (recovery) await reconcileDerived(store, targets);
@@ -291,5 +295,5 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
       })),
     );
   });
-  return { outcomes, counts };
+  return { outcomes, counts, statusChanged };
 }

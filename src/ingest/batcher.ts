@@ -47,6 +47,11 @@ export interface BatcherOptions {
   /** Called after each committed batch (the data version bump). */
   onCommitted?: (result: BatchResult) => Promise<void>;
   /**
+   * Called after each committed batch, before its jobs complete (so a crash before it ends leaves
+   * them to a retry, in recovery mode): emits the batch's notifications (src/notifications/batch-events.ts).
+   */
+  notify?: (result: BatchResult, batch: { recovery: boolean; reports: NormalizedReport[] }) => Promise<void>;
+  /**
    * Test hooks: the next `times` batches crash after writing `step`; a batch holding a report
    * that `poison` picks fails before its first write, as a store refusing that report would.
    */
@@ -249,6 +254,9 @@ export class ReportBatcher {
     // a process that died (a failure in this one rewrites them in applyIsolating).
     if (result.counts.statusChanges > 0 || recovery) await this.totals.request();
     await this.opts.onCommitted?.(result).catch((err) => log.warn('post-commit hook failed', { err }));
+    await this.opts
+      .notify?.(result, { recovery, reports: entries.map((e) => e.report) })
+      .catch((err) => log.warn('emitting the batch notifications failed', { err }));
     for (const [i, e] of entries.entries()) e.resolve({ outcome: result.outcomes[i]! });
   }
 }
