@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import { formatInstant, fromStoreDateTime } from '../domain/time.js';
+import { sqlAt } from '../filters/sql.js';
+import type { Store } from '../storage/gateway.js';
+import { activeAtParams, activeDecisionsAt, sqlMillis } from './active.js';
+import { markDecisionsExist } from './presence.js';
+
+/**
+ * The statements of triage decisions (SPEC §12.3). Both tables are append-only (sql/0016): making
+ * a decision inserts it, revoking one inserts a revocation; nothing is updated or deleted.
+ */
+
+export type DecisionKind = 'false_positive' | 'accepted_risk';
+
+/** The decision object of SPEC §12.3. */
+export interface Decision {
+  id: string;
+  finding_id: string;
+  decision: DecisionKind;
+  reason: string;
+  by: string;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  revoked_by: string | null;
+  fingerprint: string;
+}
+
+export interface DecisionInput {
+  decision: DecisionKind;
+  reason: string;
+  /** Epoch seconds, or null. */
+  expiresAt: number | null;
+}
+
+/** What the routes need to know of a finding: its target (for authorization) and teams. */
+export interface FindingOwner {
+  targetId: string;
+  teams: string[];
+}
+
+export async function findingOwner(store: Store, findingId: string): Promise<FindingOwner | undefined> {
+  // A finding's target never changes (its id is derived from it): any version tells it.
+  const [row] = await store.query<{ target: string; teams: string[] }>(
+    `SELECT toString(any(target_id)) AS target,
+            (SELECT groupUniqArray(team) FROM target_teams WHERE target_id = any(f.target_id)) AS teams
+     FROM findings AS f WHERE id = {finding:UUID} HAVING count() > 0`,
+    { finding: findingId },
+  );
+  return row ? { targetId: row.target, teams: row.teams } : undefined;
+}
+
+/**
+ * The fingerprint of the finding's latest FOUND event by `atMs` (SPEC §3.5.6 order): what the
+ * decision is about. Events dated after it (a scanner's clock ahead) count only when there is no other.
+ */
+async function fingerprintAt(store: Store, findingId: string, atMs: number): Promise<string> {
+  const [row] = await store.query<{ fp: string }>(
+    `SELECT argMax(fingerprint, (time <= {at:DateTime('UTC')}, time, check_id, pos)) AS fp
+     FROM finding_events WHERE finding_id = {finding:UUID}`,
+    { finding: findingId, at: sqlAt(Math.floor(atMs / 1000)) },
+  );
+  return row?.fp ?? '';
+}
+
+/** The ids of the finding's decisions active at `atMs` (normally at most one). */
+export async function activeDecisionIds(store: Store, findingId: string, atMs: number): Promise<string[]> {
+  const rows = await store.query<{ id_text: string }>(
+    `SELECT toString(id) AS id_text FROM (${activeDecisionsAt('decAt', 'finding_id = {decFinding:UUID}')})`,
+    { ...activeAtParams('decAt', Math.floor(atMs / 1000)), decFinding: findingId },
+  );
+  return rows.map((r) => r.id_text);
+}
+
+/** Revokes decisions at `atMs` by `by` (one row each). */
+export async function revokeDecisions(store: Store, findingId: string, ids: string[], by: string, atMs: number): Promise<void> {
+  if (ids.length === 0) return;
+  await store.insert(
+    'finding_decision_revocations',
+    ids.map((id) => ({ decision_id: id, finding_id: findingId, revoked_at: sqlMillis(atMs), revoked_by: by })),
+  );
+}
+
+/**
+ * Makes a decision on a finding at `atMs`, revoking the active one(s) at the same instant by the
+ * same caller (SPEC §12.3: a replacement). The revocation is written first: if the decision's
+ * insert then fails, the finding is left undecided rather than with two active decisions.
+ */
+export async function makeDecision(
+  store: Store,
+  finding: { id: string; targetId: string },
+  input: DecisionInput,
+  by: string,
+  atMs: number,
+): Promise<{ decision: Decision; replaced: string[] }> {
+  const [replaced, fingerprint] = await Promise.all([activeDecisionIds(store, finding.id, atMs), fingerprintAt(store, finding.id, atMs)]);
+  await revokeDecisions(store, finding.id, replaced, by, atMs);
+  const row = {
+    id: randomUUID(),
+    finding_id: finding.id,
+    target_id: finding.targetId,
+    decision: input.decision,
+    reason: input.reason,
+    by,
+    created_at: sqlMillis(atMs),
+    expires_at: input.expiresAt,
+    fingerprint,
+  };
+  await store.insert('finding_decisions', [row]);
+  markDecisionsExist(store);
+  const decision: Decision = {
+    id: row.id,
+    finding_id: finding.id,
+    decision: input.decision,
+    reason: input.reason,
+    by,
+    created_at: formatInstant(Math.floor(atMs / 1000)),
+    expires_at: input.expiresAt === null ? null : formatInstant(input.expiresAt),
+    revoked_at: null,
+    revoked_by: null,
+    fingerprint,
+  };
+  return { decision, replaced };
+}
+
+interface DecisionRow {
+  id: string;
+  finding: string;
+  decision: DecisionKind;
+  reason: string;
+  by_sub: string;
+  created: string;
+  expires: string | null;
+  revoked: string | null;
+  revoked_by_sub: string | null;
+  fingerprint: string;
+}
+
+const seconds = (text: string) => formatInstant(Math.floor(fromStoreDateTime(text.slice(0, 19))));
+
+/** Every decision made on the finding, newest first, with its revocation (the audit trail). */
+export async function decisionTrail(store: Store, findingId: string): Promise<Decision[]> {
+  const rows = await store.query<DecisionRow>(
+    `SELECT toString(d.id) AS id, toString(d.finding_id) AS finding, toString(d.decision) AS decision, d.reason AS reason,
+            d.by AS by_sub, toString(d.created_at) AS created, toString(d.expires_at) AS expires,
+            if(r.decision_id = d.id, toString(r.first_revoked), NULL) AS revoked,
+            if(r.decision_id = d.id, r.first_by, NULL) AS revoked_by_sub, d.fingerprint AS fingerprint
+     FROM (SELECT * FROM finding_decisions WHERE finding_id = {finding:UUID}) AS d
+     LEFT JOIN (SELECT decision_id, min(revoked_at) AS first_revoked, argMin(revoked_by, revoked_at) AS first_by
+                FROM finding_decision_revocations WHERE finding_id = {finding:UUID} GROUP BY decision_id) AS r
+       ON r.decision_id = d.id
+     ORDER BY d.created_at DESC, d.id DESC`,
+    { finding: findingId },
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    finding_id: r.finding,
+    decision: r.decision,
+    reason: r.reason,
+    by: r.by_sub,
+    created_at: seconds(r.created),
+    expires_at: r.expires === null ? null : seconds(r.expires),
+    revoked_at: r.revoked === null ? null : seconds(r.revoked),
+    revoked_by: r.revoked_by_sub,
+    fingerprint: r.fingerprint,
+  }));
+}
