@@ -2,12 +2,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-
 import { createDbApi } from './app.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { openDbApiWarning } from './auth/db-api.js';
 import { DataVersion } from './cache/data-version.js';
 import type { Config } from './config.js';
+import { within } from './domain/deadline.js';
 import { ReportBatcher, type BatcherOptions } from './ingest/batcher.js';
 import { startIngestWorkers } from './ingest/worker.js';
 import { TargetLocks, type Locks } from './locks/target-locks.js';
@@ -55,6 +55,18 @@ export interface Service {
   close(): Promise<void>;
 }
 
+/** What every role shares: the store, Redis, the target locks and the data version of cached answers. */
+interface Shared {
+  config: Config;
+  opts: ServiceOptions;
+  log: Logger;
+  store: Store;
+  redis: Redis;
+  names: RedisNames;
+  locks: Locks;
+  dataVersion: DataVersion;
+}
+
 function listen(server: http.Server, port: number, host: string): Promise<string> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -78,21 +90,18 @@ function closeServer(server: http.Server): Promise<void> {
  * recovery (they are retried, and ingestion is idempotent).
  */
 async function closeWorker(worker: Worker, log: Logger, graceMs = 30_000): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = await Promise.race([
+  const timedOut = await within(
     worker.close().then(() => false),
-    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs))),
-  ]);
-  clearTimeout(timer);
+    graceMs,
+    () => true,
+  );
   if (timedOut) {
     log.warn('the worker did not stop in time; closing it without waiting for its jobs', { graceMs });
-    await Promise.race([worker.close(true), new Promise((resolve) => setTimeout(resolve, 2000))]);
+    await within(worker.close(true), 2000, () => undefined);
   }
 }
 
-export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
-  const { log } = opts;
-  const names = opts.names ?? defaultRedisNames;
+async function openMigratedStore(config: Config, log: Logger): Promise<Store> {
   // The configured limit, also when a caller swapped config.store (tests open fresh databases).
   const store = await openStore({ ...config.store, queryTimeoutMs: config.queryTimeoutMs }, log.child({ component: 'clickhouse' }));
   await migrate(store, log);
@@ -101,102 +110,117 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     database: store.database,
     ...(store.mode === 'embedded' ? { path: config.store.embeddedPath } : {}),
   });
+  return store;
+}
 
+/** The worker role: the batcher and the BullMQ workers that feed it, on a connection of their own. */
+function startIngest(s: Shared): { batcher: ReportBatcher; workers: Worker[]; connection: Redis } {
+  const { config, log } = s;
+  const batcher = new ReportBatcher({
+    // Its statements go first to the embedded engine, which API requests share (README, Design).
+    store: s.store.prioritized(),
+    locks: s.locks,
+    batchSize: config.ingest.batchSize,
+    waitMs: config.ingest.batchWaitMs,
+    concurrency: config.ingest.concurrency,
+    maxEventAgeDays: config.ingest.maxEventAgeDays,
+    log: log.child({ component: 'ingest' }),
+    onCommitted: () => s.dataVersion.bump('batch committed'),
+    ...(s.opts.faults ? { faults: s.opts.faults } : {}),
+  });
+  const connection = workerConnection(config.redisUrl);
+  const workers = startIngestWorkers({
+    connection,
+    names: s.names,
+    batcher,
+    reportsInFlight: config.ingest.batchSize * config.ingest.concurrency,
+    jobs: config.jobs,
+    log: log.child({ component: 'worker' }),
+  });
+  log.info('ingest worker started', {
+    queues: workers.map((w) => w.name),
+    batchSize: config.ingest.batchSize,
+    concurrency: config.ingest.concurrency,
+    jobLockMs: config.jobs.lockMs,
+    maxStalls: config.jobs.maxStalls,
+  });
+  // A process that died between a batch and its rewrite left the totals behind.
+  void batcher.rewriteTotals();
+  return { batcher, workers, connection };
+}
+
+/** The API role: both Koa apps, on one port or two (SPEC §10). */
+async function startApis(s: Shared, queue: Queue): Promise<{ servers: http.Server[]; dbApiUrl: string; metricsApiUrl: string }> {
+  const { config, opts, log, store, redis, names } = s;
+  const metricsLog = log.child({ api: 'metrics' });
+  const tokens = tokenKeys(config.jwt, config.dataDir);
+  describeKeys(tokens, config.dataDir, metricsLog);
+  const openWarning = openDbApiWarning(config);
+  if (openWarning) log.warn(openWarning);
+  else if (config.dbApiAuth === 'jwt') log.info('database API: bearer tokens required (DB_API_AUTH=jwt)');
+  const dbApi = createDbApi({
+    store,
+    queue,
+    log: log.child({ api: 'database' }),
+    maxReportBytes: config.maxReportBytes,
+    pageSizeDefault: config.pageSizeDefault,
+    pageSizeMax: config.pageSizeMax,
+    locks: s.locks,
+    cache: { redis, names },
+    ...(opts.now ? { now: opts.now } : {}),
+    // Team re-association changes every team-scoped answer: cached ones become stale.
+    onTeamsChanged: () => s.dataVersion.bump('teams associated'),
+    // SPEC §5.1: the metrics API's tokens, when DB_API_AUTH=jwt.
+    auth: config.dbApiAuth === 'jwt' ? tokens : undefined,
+  });
+  const metricsApi = createMetricsApi({
+    store,
+    log: metricsLog,
+    keys: tokens,
+    cache: { redis, names },
+    ...(opts.now ? { now: opts.now } : {}),
+  });
+  if (config.dbApiPort === config.metricsApiPort && config.dbApiPort !== 0) {
+    // One port serves both route sets (SPEC §10).
+    const db = dbApi.callback();
+    const metrics = metricsApi.callback();
+    const server = http.createServer((req, res) => (req.url?.startsWith('/api/v1') ? metrics(req, res) : db(req, res)));
+    answerClientErrors(server, 'database');
+    const url = await listen(server, config.dbApiPort, config.host);
+    return { servers: [server], dbApiUrl: url, metricsApiUrl: url };
+  }
+  const dbServer = http.createServer(dbApi.callback());
+  const metricsServer = http.createServer(metricsApi.callback());
+  answerClientErrors(dbServer, 'database');
+  answerClientErrors(metricsServer, 'metrics');
+  const dbApiUrl = await listen(dbServer, config.dbApiPort, config.host);
+  const metricsApiUrl = await listen(metricsServer, config.metricsApiPort, config.host);
+  return { servers: [dbServer, metricsServer], dbApiUrl, metricsApiUrl };
+}
+
+export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
+  const { log } = opts;
+  const names = opts.names ?? defaultRedisNames;
+  const store = await openMigratedStore(config, log);
   const redis = requestConnection(config.redisUrl);
   if (!(await whenReady(redis))) log.warn('Redis is not answering yet; queueing and caching wait for it', { url: config.redisUrl });
-  // Cached answers are keyed by it; both the worker and POST /targets bump it.
-  const dataVersion = new DataVersion(redis, names, log.child({ component: 'cache' }));
-  const servers: http.Server[] = [];
-  let queue: Queue | undefined;
-  let workers: Worker[] = [];
-  let batcher: ReportBatcher | undefined;
-  let workerRedis: Redis | undefined;
-  let dbApiUrl: string | undefined;
-  let metricsApiUrl: string | undefined;
+  const shared: Shared = {
+    config,
+    opts,
+    log,
+    store,
+    redis,
+    names,
+    // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
+    locks: new TargetLocks(redis, names, config.jobs.lockMs),
+    // Cached answers are keyed by it; both the worker and POST /targets bump it.
+    dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' })),
+  };
 
-  // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
-  const locks = new TargetLocks(redis, names, config.jobs.lockMs);
-  if (opts.worker) {
-    batcher = new ReportBatcher({
-      // Its statements go first to the embedded engine, which API requests share (README, Design).
-      store: store.prioritized(),
-      locks,
-      batchSize: config.ingest.batchSize,
-      waitMs: config.ingest.batchWaitMs,
-      concurrency: config.ingest.concurrency,
-      maxEventAgeDays: config.ingest.maxEventAgeDays,
-      log: log.child({ component: 'ingest' }),
-      onCommitted: () => dataVersion.bump('batch committed'),
-      ...(opts.faults ? { faults: opts.faults } : {}),
-    });
-    workerRedis = workerConnection(config.redisUrl);
-    workers = startIngestWorkers({
-      connection: workerRedis,
-      names,
-      batcher,
-      reportsInFlight: config.ingest.batchSize * config.ingest.concurrency,
-      jobs: config.jobs,
-      log: log.child({ component: 'worker' }),
-    });
-    log.info('ingest worker started', {
-      queues: workers.map((w) => w.name),
-      batchSize: config.ingest.batchSize,
-      concurrency: config.ingest.concurrency,
-      jobLockMs: config.jobs.lockMs,
-      maxStalls: config.jobs.maxStalls,
-    });
-    void batcher.rewriteTotals();
-  }
-
-  if (opts.api) {
-    queue = checksQueue(redis, names);
-    const metricsLog = log.child({ api: 'metrics' });
-    const tokens = tokenKeys(config.jwt, config.dataDir);
-    describeKeys(tokens, config.dataDir, metricsLog);
-    const openWarning = openDbApiWarning(config);
-    if (openWarning) log.warn(openWarning);
-    else if (config.dbApiAuth === 'jwt') log.info('database API: bearer tokens required (DB_API_AUTH=jwt)');
-    const dbApi = createDbApi({
-      store,
-      queue,
-      log: log.child({ api: 'database' }),
-      maxReportBytes: config.maxReportBytes,
-      pageSizeDefault: config.pageSizeDefault,
-      pageSizeMax: config.pageSizeMax,
-      locks,
-      cache: { redis, names },
-      ...(opts.now ? { now: opts.now } : {}),
-      // Team re-association changes every team-scoped answer: cached ones become stale.
-      onTeamsChanged: () => dataVersion.bump('teams associated'),
-      // SPEC §5.1: the metrics API's tokens, when DB_API_AUTH=jwt.
-      auth: config.dbApiAuth === 'jwt' ? tokens : undefined,
-    });
-    const metricsApi = createMetricsApi({
-      store,
-      log: metricsLog,
-      keys: tokens,
-      cache: { redis, names },
-      ...(opts.now ? { now: opts.now } : {}),
-    });
-    if (config.dbApiPort === config.metricsApiPort && config.dbApiPort !== 0) {
-      // One port serves both route sets (SPEC §10).
-      const db = dbApi.callback();
-      const metrics = metricsApi.callback();
-      const server = http.createServer((req, res) => (req.url?.startsWith('/api/v1') ? metrics(req, res) : db(req, res)));
-      answerClientErrors(server, 'database');
-      servers.push(server);
-      dbApiUrl = metricsApiUrl = await listen(server, config.dbApiPort, config.host);
-    } else {
-      const dbServer = http.createServer(dbApi.callback());
-      const metricsServer = http.createServer(metricsApi.callback());
-      answerClientErrors(dbServer, 'database');
-      answerClientErrors(metricsServer, 'metrics');
-      servers.push(dbServer, metricsServer);
-      dbApiUrl = await listen(dbServer, config.dbApiPort, config.host);
-      metricsApiUrl = await listen(metricsServer, config.metricsApiPort, config.host);
-    }
-    log.info('APIs listening', { database: dbApiUrl, metrics: metricsApiUrl });
-  }
+  const ingest = opts.worker ? startIngest(shared) : undefined;
+  const queue = opts.api ? checksQueue(redis, names) : undefined;
+  const apis = queue ? await startApis(shared, queue) : undefined;
+  if (apis) log.info('APIs listening', { database: apis.dbApiUrl, metrics: apis.metricsApiUrl });
 
   // Every process, whatever its roles, can be watched and probed.
   const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names)];
@@ -207,18 +231,30 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   const close = () =>
     (closing ??= (async () => {
       log.info('shutting down');
-      await Promise.all(servers.map(closeServer));
-      await Promise.all(workers.map((w) => closeWorker(w, log)));
-      if (batcher) {
-        await batcher.drain();
-        batcher.close();
+      await Promise.all((apis?.servers ?? []).map(closeServer));
+      if (ingest) {
+        await Promise.all(ingest.workers.map((w) => closeWorker(w, log)));
+        await ingest.batcher.drain();
+        ingest.batcher.close();
       }
       await closeServer(admin.server);
       await Promise.all(boardQueues.map((q) => q.close()));
-      await Promise.allSettled([redis.quit(), workerRedis?.quit()]);
+      await Promise.allSettled([redis.quit(), ingest?.connection.quit()]);
       await store.close();
       log.info('stopped');
     })());
 
-  return { store, queue, batcher, workers, redis, names, locks, dbApiUrl, metricsApiUrl, adminUrl: admin.url, close };
+  return {
+    store,
+    queue,
+    batcher: ingest?.batcher,
+    workers: ingest?.workers ?? [],
+    redis,
+    names,
+    locks: shared.locks,
+    dbApiUrl: apis?.dbApiUrl,
+    metricsApiUrl: apis?.metricsApiUrl,
+    adminUrl: admin.url,
+    close,
+  };
 }

@@ -6,6 +6,7 @@ import Router from '@koa/router';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import Koa from 'koa';
+import { within } from '../domain/deadline.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
 import { registry, watchQueues } from './metrics.js';
@@ -28,21 +29,16 @@ export interface AdminDeps {
   log: Logger;
 }
 
-async function answers(probe: () => Promise<unknown>, timeoutMs = 2000): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
-  try {
-    return await Promise.race([
-      probe().then(
-        () => true,
-        () => false,
-      ),
-      timeout,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+/** Whether `probe` succeeds within `timeoutMs`. */
+const answers = (probe: () => Promise<unknown>, timeoutMs = 2000): Promise<boolean> =>
+  within(
+    probe().then(
+      () => true,
+      () => false,
+    ),
+    timeoutMs,
+    () => false,
+  );
 
 export function createAdminApp(deps: AdminDeps): Koa {
   const app = new Koa();

@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { within } from '../domain/deadline.js';
 import { CHECK_BUNDLES_QUEUE, CHECKS_QUEUE, checkJobOptions, type Bundle } from './contract.js';
 import type { RedisNames } from './redis.js';
 
@@ -24,21 +25,13 @@ function openQueue(name: string, connection: Redis, names: RedisNames): Queue {
 
 export const checksQueue = (connection: Redis, names: RedisNames): Queue => openQueue(CHECKS_QUEUE, connection, names);
 
-async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([p, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const noAnswer = (ms: number) => () => {
+  throw new Error(`no answer from Redis within ${ms} ms`);
+};
 
 export async function enqueueReport(queue: Queue, report: unknown, timeoutMs = 5000): Promise<string> {
   try {
-    const job = await withTimeout(queue.add('report', report, checkJobOptions), timeoutMs);
+    const job = await within(queue.add('report', report, checkJobOptions), timeoutMs, noAnswer(timeoutMs));
     return String(job.id);
   } catch (err) {
     throw new QueueUnavailable(err);
@@ -50,7 +43,7 @@ export const bundlesQueue = (connection: Redis, names: RedisNames): Queue => ope
 
 async function addJobs(queue: Queue, name: string, data: unknown[], timeoutMs: number): Promise<string[]> {
   try {
-    const jobs = await withTimeout(queue.addBulk(data.map((d) => ({ name, data: d, opts: checkJobOptions }))), timeoutMs);
+    const jobs = await within(queue.addBulk(data.map((d) => ({ name, data: d, opts: checkJobOptions }))), timeoutMs, noAnswer(timeoutMs));
     return jobs.map((j) => String(j.id));
   } catch (err) {
     throw new QueueUnavailable(err);
