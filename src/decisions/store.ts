@@ -41,13 +41,17 @@ export interface FindingOwner {
 
 export async function findingOwner(store: Store, findingId: string): Promise<FindingOwner | undefined> {
   // A finding's target never changes (its id is derived from it): any version tells it.
-  const [row] = await store.query<{ target: string; teams: string[] }>(
-    `SELECT toString(any(target_id)) AS target,
-            (SELECT groupUniqArray(team) FROM target_teams WHERE target_id = any(f.target_id)) AS teams
-     FROM findings AS f WHERE id = {finding:UUID} HAVING count() > 0`,
-    { finding: findingId },
+  const [row] = await store.query<{ target: string }>(
+    'SELECT toString(target_id) AS target FROM findings WHERE id = {finding:UUID} LIMIT 1',
+    {
+      finding: findingId,
+    },
   );
-  return row ? { targetId: row.target, teams: row.teams } : undefined;
+  if (!row) return undefined;
+  const teams = await store.query<{ team: string }>('SELECT DISTINCT team FROM target_teams WHERE target_id = {target:UUID}', {
+    target: row.target,
+  });
+  return { targetId: row.target, teams: teams.map((t) => t.team) };
 }
 
 /**

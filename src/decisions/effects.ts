@@ -1,0 +1,50 @@
+import type { Redis } from 'ioredis';
+import type { DataVersion } from '../cache/data-version.js';
+import type { Logger } from '../log.js';
+import { decisionEvent, enqueueEvents, notificationsQueue } from '../notifications/emit.js';
+import type { RedisNames } from '../queue/redis.js';
+import type { Store } from '../storage/gateway.js';
+import { watchExpiries } from './expiry.js';
+import type { DecisionAction } from './routes.js';
+import type { Decision } from './store.js';
+
+/**
+ * What follows a decision (SPEC §12.3, §9.1), started with the APIs:
+ * - made or revoked: every cached answer is retired (the data version), then a `finding.decision`
+ *   event is emitted — both before the answer, so a client that reads a metric right after its
+ *   decision sees its effect. An emission that fails is logged: the decision is stored and stays.
+ * - expired: nobody acts, so a periodic look retires cached answers (src/decisions/expiry.ts); the
+ *   `expired` events are the notification worker's periodic check.
+ */
+export function startDecisionEffects(deps: {
+  store: Store;
+  redis: Redis;
+  names: RedisNames;
+  dataVersion: DataVersion;
+  /** The APIs' clock, epoch seconds. */
+  now: () => number;
+  log: Logger;
+}) {
+  const queue = notificationsQueue(deps.redis, deps.names);
+  const expiries = watchExpiries({
+    store: deps.store,
+    now: deps.now,
+    expired: () => deps.dataVersion.bump('decision expired'),
+    log: deps.log,
+  });
+  const onChange = async (finding: { id: string; targetId: string }, decision: Decision, action: DecisionAction): Promise<void> => {
+    await deps.dataVersion.bump(`decision ${action}`);
+    try {
+      await enqueueEvents(queue, [decisionEvent(finding, { ...decision, action })]);
+    } catch (err) {
+      deps.log.warn('could not emit a decision event', { err, finding: finding.id, decision: decision.id, action });
+    }
+  };
+  const close = async () => {
+    expiries.stop();
+    await queue.close();
+  };
+  return { onChange, close };
+}
+
+export type DecisionEffects = ReturnType<typeof startDecisionEffects>;
