@@ -137,3 +137,91 @@ describe('vulndb import --direct', () => {
     expect(ok.stderr).toContain('warning: Redis at redis://127.0.0.1:1 did not answer, so the data version was not bumped');
   });
 });
+
+describe('vulndb import --format sarif|trivy', () => {
+  const run = promisify(execFile);
+  const bin = path.resolve('bin/vulndb.mjs');
+  const TRIVY = path.resolve('test/fixtures/trivy/alpine-310.json.golden');
+  const SARIF = path.resolve('test/fixtures/trivy/alpine-310.sarif.golden');
+  let svc: TestService;
+  let docs: string;
+  beforeAll(async () => {
+    svc = await startTestService();
+    docs = fs.mkdtempSync(path.join(os.tmpdir(), 'vulndb-import-docs-'));
+    fs.copyFileSync(SARIF, path.join(docs, 'image.sarif'));
+    fs.writeFileSync(path.join(docs, 'not-sarif.json'), fs.readFileSync(TRIVY));
+    fs.writeFileSync(path.join(docs, 'notes.txt'), 'not a document');
+  });
+  afterAll(async () => {
+    await svc.close();
+    fs.rmSync(docs, { recursive: true, force: true });
+  });
+  const vulndb = (args: string[]) =>
+    run(process.execPath, [bin, 'import', '--queue-prefix', String(svc.bulk.opts.prefix), ...args], {
+      env: { ...process.env, REDIS_URL, LOG_LEVEL: 'error' },
+    }).catch((e) => e);
+  const findingsOf = async (identifier: string) =>
+    (await json(svc.db(`/findings?identifier=${encodeURIComponent(identifier)}&identifiermatch=true&size=100`))).findings;
+
+  it('converts a Trivy document, queues its report and waits for the worker, with the summary of any import', async () => {
+    const done = await vulndb(['--format', 'trivy', '--wait', '--json', TRIVY]);
+    expect(done.code ?? 0).toBe(0);
+    expect(JSON.parse(done.stdout)).toMatchObject({ read: 1, accepted: 1, ignored: 0, rejected: 0, failedBundles: { count: 0 } });
+    const findings = await findingsOf('testdata/fixtures/images/alpine-310.tar.gz');
+    expect(findings.map((f: any) => `${f.issue.summary.slice(0, 13)} ${f.affected_resource.split(' ')[0]} ${f.score}`).sort()).toEqual([
+      'CVE-2019-1549 libcrypto1.1@1.1.1c-r0 5.3',
+      'CVE-2019-1549 libssl1.1@1.1.1c-r0 5.3',
+      'CVE-2019-1551 libcrypto1.1@1.1.1c-r0 5.3',
+      'CVE-2019-1551 libssl1.1@1.1.1c-r0 5.3',
+    ]);
+  });
+
+  it('reads every document of a directory with the target and time given, and names the document it refuses', async () => {
+    const done = await vulndb(['--format', 'sarif', '--target', 'cli-sarif.example.com', '--time', '2024-06-01T12:00:00Z', '--wait', docs]);
+    expect(done.code).toBe(1);
+    expect(done.stdout).toMatch(/^accepted 1, ignored 0 \(status not FINISHED\), rejected 1 of 2 reports/);
+    expect(done.stdout).toContain(`rejected ${path.join(docs, 'not-sarif.json')}: not a SARIF 2.1.0 document: runs`);
+    const findings = await findingsOf('cli-sarif.example.com');
+    expect(findings).toHaveLength(2);
+    expect(findings.map((f: any) => f.source.time)).toEqual(['2024-06-01T12:00:00Z', '2024-06-01T12:00:00Z']);
+  });
+
+  it('finds the same document imported again a duplicate', async () => {
+    const before = (await json(svc.db('/stats/size'))).size;
+    const done = await vulndb(['--format', 'trivy', '--wait', TRIVY]);
+    expect(done.code ?? 0).toBe(0);
+    expect((await json(svc.db('/stats/size'))).size).toEqual(before);
+  });
+
+  it.each([
+    [['--target', 'x', TRIVY], '--target and --time apply to --format sarif|trivy only'],
+    [['--format', 'trivy', '--time', 'yesterday', TRIVY], '--time must be an RFC 3339 timestamp'],
+    [['--format', 'cyclonedx', TRIVY], "argument 'cyclonedx' is invalid"],
+  ])('refuses %j before reading or enqueueing anything (exit 2)', async (args, message) => {
+    const failed = await vulndb(args);
+    expect(failed.code).toBe(2);
+    expect(failed.stderr).toContain(message);
+  });
+
+  it('applies documents in process with --direct, the second time as duplicates', async () => {
+    const store = await freshStore();
+    const batcher = new ReportBatcher({
+      store,
+      locks: new ProcessLocks(),
+      batchSize: 2,
+      waitMs: 1,
+      concurrency: 1,
+      maxEventAgeDays: 0,
+      log: silentLogger,
+    });
+    const documents = { format: 'trivy' as const, target: 'direct.example.com' };
+    expect(await importDirect({ inputs: [TRIVY], documents, batcher, maxInFlight: 4 })).toMatchObject({
+      read: 1,
+      ingested: 1,
+      rejected: 0,
+    });
+    expect(await importDirect({ inputs: [TRIVY], documents, batcher, maxInFlight: 4 })).toMatchObject({ duplicates: 1 });
+    const [row] = await store.query<{ n: number }>('SELECT count() AS n FROM finding_events');
+    expect(row!.n).toBe(4);
+  });
+});

@@ -3,7 +3,9 @@ import { cliConfig } from './config.js';
 import { CliError, EXIT, usageError } from './exit.js';
 import type { DirectProgress, FailedBundles, ImportProgress, ImportSummary } from './import.js';
 import { formatBytes, importRate, progressShower } from './progress.js';
-import { checkInputs, inputError } from './read-reports.js';
+import type { ImportFormatName } from '../imports/formats.js';
+import type { DocumentImport } from './read-documents.js';
+import { checkInputs, DOCUMENT_FILE, inputError } from './read-reports.js';
 
 /**
  * The action of `vulndb import`: checks options and inputs (exit 2 before anything is enqueued),
@@ -19,6 +21,21 @@ export interface ImportCommandOptions {
   bundleSize: string;
   json?: boolean;
   queuePrefix?: string;
+  format: 'vulcan' | ImportFormatName;
+  target?: string;
+  time?: string;
+}
+
+/** The scanner documents to read (`--format sarif|trivy`), or undefined for Vulcan reports; exit 2 on a bad option. */
+async function documentsOf(opts: ImportCommandOptions, command: Command): Promise<DocumentImport | undefined> {
+  if (opts.format === 'vulcan') {
+    if (opts.target !== undefined || opts.time !== undefined) usageError(command, '--target and --time apply to --format sarif|trivy only');
+    return undefined;
+  }
+  const { parseImportParams } = await import('../imports/params.js');
+  const parsed = parseImportParams({ target: opts.target, time: opts.time });
+  if ('malformed' in parsed) usageError(command, '--time must be an RFC 3339 timestamp such as 2024-01-05T10:00:00Z');
+  return { format: opts.format, ...parsed.params };
 }
 
 type Rejections = { rejected: number; rejections: { origin: string; reason: string }[] };
@@ -56,9 +73,11 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
   const waitTimeout = Number(opts.waitTimeout);
   if (!Number.isFinite(waitTimeout) || waitTimeout < 0) usageError(command, '--wait-timeout must be a number of seconds (0: no limit)');
   const stallTimeoutMs = waitTimeout === 0 ? Infinity : waitTimeout * 1000;
+  const documents = await documentsOf(opts, command);
+  const files = documents ? DOCUMENT_FILE : undefined;
   if (opts.direct) {
-    const total = checkInputs(inputs);
-    return directImport(inputs, total, opts.json ?? false);
+    const total = checkInputs(inputs, files);
+    return directImport(inputs, documents, total, opts.json ?? false);
   }
   const { BUNDLE_MAX_REPORTS } = await import('../queue/contract.js');
   const bundleSize = Number(opts.bundleSize);
@@ -67,7 +86,7 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
   }
   const maxPending = Number(opts.maxPending);
   if (!Number.isInteger(maxPending) || maxPending < 1) usageError(command, '--max-pending must be a positive integer');
-  const total = checkInputs(inputs);
+  const total = checkInputs(inputs, files);
   const cfg = await cliConfig();
 
   const [
@@ -93,6 +112,7 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
       summary = await readingInputs(
         importReports({
           inputs,
+          documents,
           queue,
           bundleSize,
           maxPending,
@@ -145,7 +165,7 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
 }
 
 /** Applies reports in this process (no queue): a backfill or replay into a store it can own. */
-async function directImport(inputs: string[], total: number | undefined, json: boolean) {
+async function directImport(inputs: string[], documents: DocumentImport | undefined, total: number | undefined, json: boolean) {
   const cfg = await cliConfig();
   const [
     { createLogger },
@@ -198,6 +218,7 @@ async function directImport(inputs: string[], total: number | undefined, json: b
   const summary = await readingInputs(
     importDirect({
       inputs,
+      documents,
       batcher,
       maxInFlight: concurrency * cfg.ingest.batchSize,
       onProgress: (p) => progress.show(directLine(p, total, elapsed())),

@@ -2,7 +2,8 @@ import type { Queue } from 'bullmq';
 import { ReportRejected, type ReportBatcher } from '../ingest/batcher.js';
 import { BUNDLE_SIZE, checkReport, toBundles } from '../queue/contract.js';
 import { enqueueBundles } from '../queue/producer.js';
-import { readReports, type ReadPosition } from './read-reports.js';
+import { type DocumentImport, readDocuments } from './read-documents.js';
+import { type ReadPosition, type ReadRecord, readReports } from './read-reports.js';
 
 /**
  * `vulndb import`: validates reports like the worker will and enqueues the valid ones in bundles
@@ -11,8 +12,15 @@ import { readReports, type ReadPosition } from './read-reports.js';
  * are reported with their origin and reason.
  */
 
+/** The records of the inputs: Vulcan reports, or the reports of scanner documents (`--format`). */
+function recordsOf(inputs: string[], documents: DocumentImport | undefined, position: ReadPosition): AsyncGenerator<ReadRecord> {
+  return documents ? readDocuments(inputs, documents, process.stdin, position) : readReports(inputs, process.stdin, position);
+}
+
 export interface ImportOptions {
   inputs: string[];
+  /** Read the inputs as scanner documents of this format (SPEC §13); none: Vulcan reports. */
+  documents?: DocumentImport | undefined;
   /** The bundles queue (`bundlesQueue`). */
   queue: Queue;
   /** Reports per bundle (job). */
@@ -124,7 +132,7 @@ export async function importReports(opts: ImportOptions): Promise<ImportSummary>
     opts.onProgress?.({ ...p });
   };
 
-  for await (const record of readReports(opts.inputs, process.stdin, position)) {
+  for await (const record of recordsOf(opts.inputs, opts.documents, position)) {
     p.read += 1;
     p.bytesRead = position.bytes;
     if (record.error !== undefined) {
@@ -197,6 +205,7 @@ export const directBatchesInFlight = (configured: number): number => Math.max(4,
 
 export interface DirectImportOptions {
   inputs: string[];
+  documents?: DocumentImport | undefined;
   batcher: ReportBatcher;
   /** Reports handed to the batcher and not yet committed. */
   maxInFlight: number;
@@ -234,7 +243,7 @@ export async function importDirect(opts: DirectImportOptions): Promise<DirectSum
     if (rejections.length < keep) rejections.push({ origin, reason });
   };
 
-  for await (const record of readReports(opts.inputs, process.stdin, position)) {
+  for await (const record of recordsOf(opts.inputs, opts.documents, position)) {
     if (failure) break;
     p.read += 1;
     p.bytesRead = position.bytes;

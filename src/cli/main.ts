@@ -35,8 +35,17 @@ program
 
 program
   .command('import')
-  .description('validate and enqueue reports from JSON files, JSON arrays or JSON lines (files, directories, or - for stdin)')
+  .description(
+    'validate and enqueue reports from JSON files, JSON arrays or JSON lines (files, directories, or - for stdin), or scanner documents with --format',
+  )
   .argument('<inputs...>', 'files, directories or -')
+  .addOption(
+    new Option('--format <format>', 'vulcan: Vulcan check reports; sarif, trivy: one scanner document per file, converted to reports')
+      .choices(['vulcan', 'sarif', 'trivy'])
+      .default('vulcan'),
+  )
+  .option('--target <identifier>', "with --format: the target of the reports (default: the document's own)")
+  .option('--time <rfc3339>', 'with --format: the report time of a document that carries none (default: now)')
   .option('--wait', 'wait until the worker has processed every queued report, then report failed bundles')
   .addOption(
     new Option('--wait-timeout <seconds>', 'give up when no queued job finishes for this long (no worker running?); 0: no limit').default(

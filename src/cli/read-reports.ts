@@ -8,7 +8,8 @@ import { CliError, EXIT } from './exit.js';
  * Reads reports for `vulndb import` from files, directories (recursively: *.json, *.jsonl,
  * *.ndjson) or standard input. A file may hold one report, a JSON array of reports, or JSON lines
  * (one report per line); large inputs are streamed line by line, so backfills of millions of
- * reports should use JSON lines.
+ * reports should use JSON lines. With `--format sarif|trivy` each file (directories: *.json,
+ * *.sarif) is one scanner document, converted to reports (SPEC §13).
  */
 
 export interface ReadRecord {
@@ -21,16 +22,20 @@ export interface ReadRecord {
 
 const REPORT_FILE = /\.(json|jsonl|ndjson)$/i;
 /** Inputs up to this size are read whole, so a pretty-printed document or array works. */
-const WHOLE_DOCUMENT_BYTES = 64 * 1024 * 1024;
+export const WHOLE_DOCUMENT_BYTES = 64 * 1024 * 1024;
 
-export function listInputFiles(inputs: string[]): string[] {
+/** The files of scanner documents (`--format sarif|trivy`) a directory input holds. */
+export const DOCUMENT_FILE = /\.(json|sarif)$/i;
+
+/** The files of the inputs, directories walked recursively for the files whose names match `files`. */
+export function listInputFiles(inputs: string[], files: RegExp = REPORT_FILE): string[] {
   const out: string[] = [];
   const visit = (p: string) => {
     const stat = fs.statSync(p);
     if (stat.isDirectory()) {
       for (const entry of fs.readdirSync(p).sort()) {
         const child = path.join(p, entry);
-        if (fs.statSync(child).isDirectory() || REPORT_FILE.test(entry)) visit(child);
+        if (fs.statSync(child).isDirectory() || files.test(entry)) visit(child);
       }
     } else {
       out.push(p);
@@ -154,12 +159,12 @@ export function inputError(err: unknown): CliError | undefined {
  * Checks before anything is enqueued or written that every input exists and can be read, and
  * returns their total size (undefined when stdin is among them). Throws a `CliError` (exit 2).
  */
-export function checkInputs(inputs: string[]): number | undefined {
+export function checkInputs(inputs: string[], files: RegExp = REPORT_FILE): number | undefined {
   try {
-    const files = listInputFiles(inputs);
-    for (const f of files) fs.accessSync(f, fs.constants.R_OK);
+    const found = listInputFiles(inputs, files);
+    for (const f of found) fs.accessSync(f, fs.constants.R_OK);
     if (inputs.includes('-')) return undefined;
-    return files.reduce((sum, f) => sum + fs.statSync(f).size, 0);
+    return found.reduce((sum, f) => sum + fs.statSync(f).size, 0);
   } catch (err) {
     throw inputError(err) ?? err;
   }
