@@ -1,12 +1,7 @@
-import type { Middleware } from 'koa';
-import type { Logger } from './log.js';
-import { QueryTimeout, StoreError } from './storage/gateway.js';
-
 /**
- * The service's error types and the one middleware that renders them. Each API chooses its body
- * shape: the database API answers `{"message"}` (SPEC §5.2), the metrics API
- * `{"code", "error", "type"}` (SPEC §8.2). Anything unexpected becomes a plain 500 without
- * internals (and is logged).
+ * The service's error type and the database API's messages. Each API chooses its body shape: the
+ * database API answers `{"message"}` (SPEC §5.2), the metrics API `{"code", "error", "type"}`
+ * (SPEC §8.2); src/http/error-middleware.ts renders them, and whatever else is thrown.
  */
 
 export class ApiError extends Error {
@@ -46,38 +41,8 @@ export const dbErrors = {
   unavailable: () => new ApiError(503, 'Unavailable'),
 };
 
-export type ErrorBody = (err: ApiError) => unknown;
+/** How an API renders an error as its response body. */
+export type ErrorRenderer = (err: ApiError) => unknown;
 
-export const dbApiBody: ErrorBody = (err) => ({ message: err.message });
-
-const INTERNAL = 'Internal Server Error';
-
-export function errorMiddleware(render: ErrorBody, baseLog: Logger): Middleware {
-  return async (ctx, next) => {
-    try {
-      await next();
-    } catch (err) {
-      // The request's own logger (with its request id) when observeRequests gave it one.
-      const log = (ctx.state.log as Logger | undefined) ?? baseLog;
-      let apiError: ApiError;
-      if (err instanceof ApiError) {
-        apiError = err;
-      } else if (err instanceof QueryTimeout) {
-        // SPEC §5.6: a statement past QUERY_TIMEOUT_MS was cancelled (metrics API type `Unavailable`).
-        log.warn('statement time limit reached', { err: err.message, method: ctx.method, path: ctx.path });
-        apiError = new ApiError(503, 'Query Timeout', 'Unavailable');
-      } else {
-        // Store failures and bugs alike: log the detail, answer without it.
-        log.error(err instanceof StoreError ? 'store failure' : 'unexpected failure', {
-          err,
-          method: ctx.method,
-          path: ctx.path,
-        });
-        apiError = new ApiError(500, INTERNAL, 'Internal');
-      }
-      ctx.status = apiError.status;
-      ctx.set(apiError.headers);
-      ctx.body = render(apiError);
-    }
-  };
-}
+/** SPEC §5.2: the database API's `{"message"}`. */
+export const dbApiBody: ErrorRenderer = (err) => ({ message: err.message });

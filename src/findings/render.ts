@@ -4,7 +4,8 @@ import { SOURCE_NAME } from '../domain/ids.js';
 import type { Issue } from '../issues/queries.js';
 import type { Source } from '../sources/queries.js';
 import type { Target } from '../targets/queries.js';
-import type { EventRow, FindingRow, FindingWithContext } from './queries.js';
+import type { FindingEventRow } from './queries.js';
+import type { FindingWithContext, StoredFinding } from './rows.js';
 
 /**
  * Finding objects (SPEC §6.1): state and exposures at the request's reference instant (SPEC §4.2),
@@ -22,7 +23,7 @@ export interface Exposure {
  * SPEC §4.2 at instant T. With `atDate`, the status is the state at T; without, the finding's
  * current status (§3.5) with exposures run to now.
  */
-export function exposureAt(row: Pick<FindingRow, 'found' | 'fixed' | 'status'>, t: number, atDate: boolean): Exposure {
+export function exposureAt(row: Pick<StoredFinding, 'found' | 'fixed' | 'status'>, t: number, atDate: boolean): Exposure {
   let total = 0;
   let openSince: number | undefined;
   row.found.forEach((found, i) => {
@@ -92,7 +93,7 @@ export function renderFindings(rows: FindingWithContext[], ref: { t: number; atD
   });
 }
 
-export function renderEvent(e: EventRow) {
+export function renderEvent(e: FindingEventRow) {
   return {
     id: e.id,
     finding_id: e.finding_id,

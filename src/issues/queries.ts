@@ -1,7 +1,7 @@
 import type { Paging } from '../filters/params.js';
 import { merge, whereClause, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
-import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
+import { byId, PAGE_LIMIT, type PageOf, readPage } from '../storage/paged.js';
 
 /** Issue objects (SPEC §6.1) from issues_current (winning details and labels claims). */
 
@@ -32,9 +32,13 @@ export async function issuesByIds(store: Store, ids: string[], visible: Sql = EV
 }
 
 export function issuePage(store: Store, page: Paging, visible: Sql = EVERY): Promise<PageOf<Issue>> {
-  return pagedQuery<Issue>(
+  return readPage<Issue>(
     store,
-    { select: ISSUE_COLUMNS, from: 'issues_current', where: whereClause(visible), orderBy: byId(), params: visible.params },
+    {
+      page: `SELECT ${ISSUE_COLUMNS} FROM issues_current ${whereClause(visible)} ORDER BY ${byId()} ${PAGE_LIMIT}`,
+      count: `SELECT count() AS n FROM issues_current ${whereClause(visible)}`,
+    },
+    visible.params,
     page,
   );
 }
@@ -42,15 +46,14 @@ export function issuePage(store: Store, page: Paging, visible: Sql = EVERY): Pro
 /** Issues with at least one finding on the target (SPEC §6.5); none when the target is not `visibleTarget`. */
 export function issuesOfTarget(store: Store, targetId: string, page: Paging, visibleTarget: Sql = EVERY): Promise<PageOf<Issue>> {
   const findings = merge({ where: ['target_id = {target:UUID}'], params: { target: targetId } }, visibleTarget);
-  return pagedQuery<Issue>(
+  const where = `WHERE id IN (SELECT issue_id FROM findings ${whereClause(findings)})`;
+  return readPage<Issue>(
     store,
     {
-      select: ISSUE_COLUMNS,
-      from: 'issues_current',
-      where: `WHERE id IN (SELECT issue_id FROM findings ${whereClause(findings)})`,
-      orderBy: byId(),
-      params: findings.params,
+      page: `SELECT ${ISSUE_COLUMNS} FROM issues_current ${where} ORDER BY ${byId()} ${PAGE_LIMIT}`,
+      count: `SELECT count() AS n FROM issues_current ${where}`,
     },
+    findings.params,
     page,
   );
 }

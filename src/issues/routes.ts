@@ -1,27 +1,11 @@
 import Router from '@koa/router';
-import { issuesInScope, scopeOf, targetsInScope, type CallerScope } from '../auth/scope.js';
-import { findingId } from '../domain/ids.js';
+import { answerFindingList, answerMttr, issueTargetFinding, targetsOfIssueList } from '../answers.js';
+import { issuesInScope, scopeOf } from '../auth/scope.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
 import { findingListQuery, pageQuery } from '../filters/params.js';
-import { findingOfIssueOnTarget } from '../findings/queries.js';
-import { answerFindingList, mttrResponse, oneFinding } from '../findings/routes.js';
-import { mttrScope } from '../findings/queries.js';
 import type { ApiContext } from '../http/context.js';
-import { emptyPage } from '../storage/paged.js';
-import { targetsOfIssue } from '../targets/queries.js';
 import { issuePage, issuesByIds } from './queries.js';
-
-/**
- * The finding for an issue and a target (SPEC §6.4/§6.5), optionally for one affected resource;
- * 404 outside the caller's scope.
- */
-export async function issueTargetFinding(api: ApiContext, scope: CallerScope, issueId: string, targetIdValue: string, resource?: string) {
-  if (!isUuid(issueId) || !isUuid(targetIdValue)) throw dbErrors.notFound();
-  const id =
-    resource !== undefined ? findingId(targetIdValue, issueId, resource) : await findingOfIssueOnTarget(api.store, issueId, targetIdValue);
-  return oneFinding(api, scope, id);
-}
 
 export function issueRoutes(api: ApiContext): Router {
   const router = new Router();
@@ -45,14 +29,7 @@ export function issueRoutes(api: ApiContext): Router {
   });
 
   router.get('/issues/:id/targets', async (ctx) => {
-    const page = pageQuery(ctx.query, api);
-    const id = ctx.params.id!;
-    if (!isUuid(id)) {
-      ctx.body = { pagination: emptyPage(page), targets: [] };
-      return;
-    }
-    const result = await targetsOfIssue(api.store, id, page, targetsInScope(scopeOf(ctx), 'id'));
-    ctx.body = { pagination: result.pagination, targets: result.rows };
+    ctx.body = await targetsOfIssueList(api, scopeOf(ctx), ctx.params.id!, pageQuery(ctx.query, api));
   });
 
   router.get('/issues/:id/targets/:target', async (ctx) => {
@@ -65,7 +42,7 @@ export function issueRoutes(api: ApiContext): Router {
 
   router.get('/issues/:id/mttr', async (ctx) => {
     const id = ctx.params.id!;
-    ctx.body = await mttrResponse(api, scopeOf(ctx), isUuid(id) ? mttrScope.base({ issueId: id }) : undefined);
+    ctx.body = await answerMttr(api, scopeOf(ctx), isUuid(id) ? { base: { issueId: id } } : undefined);
   });
 
   return router;

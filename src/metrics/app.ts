@@ -1,7 +1,8 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import { nowSeconds } from '../domain/time.js';
-import { ApiError, errorMiddleware, type ErrorBody } from '../errors.js';
+import { ApiError, type ErrorRenderer } from '../errors.js';
+import { errorMiddleware } from '../http/error-middleware.js';
 import { ignoreTrailingSlash, mountRoutes } from '../http/middleware.js';
 import { useLinearQuery } from '../http/query.js';
 import type { Logger } from '../log.js';
@@ -29,7 +30,7 @@ const typeOf: Record<number, string> = {
 };
 
 /** SPEC §8.2 body: `{"code", "error", "type"}`. */
-export const metricsBody: ErrorBody = (err) => ({
+export const metricsBody: ErrorRenderer = (err) => ({
   code: err.status,
   error: err.message,
   type: err.type ?? typeOf[err.status] ?? 'Error',

@@ -2,7 +2,7 @@ import { formatInstant } from '../domain/time.js';
 import type { Paging } from '../filters/params.js';
 import { merge, whereClause, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
-import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
+import { byId, PAGE_LIMIT, type PageOf, readPage } from '../storage/paged.js';
 
 /** Source objects (SPEC §2.3, §6.1). */
 
@@ -47,9 +47,14 @@ export async function sourceById(
 
 /** Sources by time, then id (SPEC §5.4). */
 export async function sourcePage(store: Store, page: Paging, visibleTargets: Sql = { where: [], params: {} }): Promise<PageOf<Source>> {
-  const result = await pagedQuery<SourceRow>(
+  const where = whereClause(visibleTargets);
+  const result = await readPage<SourceRow>(
     store,
-    { select: COLUMNS, from: 'sources', where: whereClause(visibleTargets), orderBy: `time, ${byId()}`, params: visibleTargets.params },
+    {
+      page: `SELECT ${COLUMNS} FROM sources ${where} ORDER BY time, ${byId()} ${PAGE_LIMIT}`,
+      count: `SELECT count() AS n FROM sources ${where}`,
+    },
+    visibleTargets.params,
     page,
   );
   return { rows: result.rows.map(toSource), pagination: result.pagination };

@@ -1,11 +1,10 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
+import { answerFindingList, answerMttr } from '../answers.js';
 import { scopeOf, targetsInScope } from '../auth/scope.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
 import { findingListQuery, pageQuery } from '../filters/params.js';
-import { mttrScope } from '../findings/queries.js';
-import { answerFindingList, mttrResponse } from '../findings/routes.js';
 import type { ApiContext } from '../http/context.js';
 import { sourceById, sourcePage } from './queries.js';
 
@@ -36,7 +35,7 @@ export function sourceRoutes(api: ApiContext): Router {
   // in the caller's scope.
   router.get('/sources/:id/mttr', async (ctx) => {
     const source = await lookup(ctx, ctx.params.id!);
-    ctx.body = await mttrResponse(api, scopeOf(ctx), source && mttrScope.family(source.familyId));
+    ctx.body = await answerMttr(api, scopeOf(ctx), source && { familyId: source.familyId });
   });
 
   return router;

@@ -3,7 +3,7 @@ import { findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../fil
 import { NEVER } from '../domain/time.js';
 import { issuesByIds, type Issue } from '../issues/queries.js';
 import type { Store } from '../storage/gateway.js';
-import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
+import { byId, PAGE_LIMIT, type PageOf, pageCanHoldRows, pageParams, pagination, readPage, toldTotal } from '../storage/paged.js';
 import type { StatFilters } from './filters.js';
 
 export interface IssueStat extends Issue {
@@ -32,29 +32,35 @@ interface IssueCounts {
  * Without filters every finding counts: the page and its total come from the per-issue counters
  * (migration 0011, one row per issue) in one statement, then the page's issues are looked up by id.
  */
+const PER_ISSUE = `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n FROM issue_finding_counts GROUP BY issue_id HAVING open_n + fixed_n > 0)`;
+
 async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<IssueStat>> {
-  const counts = await pagedQuery<IssueCounts>(
+  const counted = pageCanHoldRows(page)
+    ? await store.query<IssueCounts & { page_total: number }>(
+        `SELECT issue_id AS id, open_n AS open, fixed_n AS fixed, count() OVER () AS page_total
+         FROM ${PER_ISSUE}
+         ORDER BY ${byId('issue_id')}
+         ${PAGE_LIMIT}`,
+        pageParams(page),
+      )
+    : [];
+  const total = await toldTotal(
     store,
-    {
-      select: 'issue_id AS id, open_n AS open, fixed_n AS fixed',
-      from: `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n FROM issue_finding_counts GROUP BY issue_id HAVING open_n + fixed_n > 0)`,
-      where: '',
-      orderBy: byId('issue_id'),
-      params: {},
-      totalInPage: 'window',
-    },
+    { sql: `SELECT count() AS n FROM ${PER_ISSUE}`, params: {} },
     page,
+    counted.length,
+    counted[0]?.page_total,
   );
   const issues = await issuesByIds(
     store,
-    counts.rows.map((c) => c.id),
+    counted.map((c) => c.id),
   );
   // Claims are written before findings (src/ingest), so every counted issue is stored.
-  const rows = counts.rows.flatMap((c) => {
+  const rows = counted.flatMap((c) => {
     const issue = issues.get(c.id);
     return issue ? [{ ...issue, open: c.open, fixed: c.fixed }] : [];
   });
-  return { rows, pagination: counts.pagination };
+  return { rows, pagination: pagination(page, total) };
 }
 
 /** With scores, dates or teams, the selected findings' latest versions are grouped by issue. */
@@ -69,21 +75,23 @@ function filteredIssueStats(store: Store, f: StatFilters, page: Paging): Promise
       params: { eventFrom: sqlTime(f.minDate ?? 0), eventTo: sqlTime(f.maxDateEnd ?? NEVER) },
     });
   }
-  return pagedQuery<IssueStat>(
-    store,
-    {
-      select: 'i.id AS id, summary, cwe_id, description, recommendations, reference_links, labels, open, fixed',
-      from: `issues_current AS i
+  const counted = `issues_current AS i
        INNER JOIN
        (
            SELECT issue_id, countIf(status = 'OPEN') AS open, countIf(status = 'FIXED') AS fixed
            FROM ${rows.from} ${whereClause(sql)}
            GROUP BY issue_id
-       ) AS c ON c.issue_id = i.id`,
-      where: '',
-      orderBy: byId('i.id'),
-      params: sql.params,
+       ) AS c ON c.issue_id = i.id`;
+  return readPage<IssueStat>(
+    store,
+    {
+      page: `SELECT i.id AS id, summary, cwe_id, description, recommendations, reference_links, labels, open, fixed
+             FROM ${counted}
+             ORDER BY ${byId('i.id')}
+             ${PAGE_LIMIT}`,
+      count: `SELECT count() AS n FROM ${counted}`,
     },
+    sql.params,
     page,
   );
 }

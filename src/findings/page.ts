@@ -1,0 +1,220 @@
+import type { FindingFilters, Paging } from '../filters/params.js';
+import { findingConditions, merge, whereClause, type Sql } from '../filters/sql.js';
+import type { Store } from '../storage/gateway.js';
+import {
+  byId,
+  type CountStatement,
+  PAGE_LIMIT,
+  type PageOf,
+  pageCanHoldRows,
+  pageParams,
+  pagination,
+  pageTotal,
+  toldTotal,
+} from '../storage/paged.js';
+import { type ContextRow, type FindingWithContext, withContext } from './rows.js';
+import { totalScope } from './totals.js';
+
+/**
+ * The statements of a findings page (SPEC §6.1–§6.5), every one written out below. A page runs
+ * one of two plans:
+ *
+ * - IN ID ORDER (a team's copy, paged by id): one statement reads the page's rows as far as the
+ *   page needs, their context and, where the kept totals tell it, the total (inIdOrderPage);
+ * - BY KEYS (every other page): the page's keys first, sorted (only the sort and key columns are
+ *   read for every matching finding), with the kept total where it tells (keysPage); then those
+ *   findings' rows with their context (rowsByKeys, also the single-finding endpoints' statement).
+ *
+ * Where the page does not tell the total, the list's count follows (countSql).
+ */
+
+/** What a findings list is a list of (SPEC §6.2–§6.5): all findings, or one issue's, target's or source's. */
+export interface FindingBase {
+  issueId?: string;
+  targetId?: string;
+  /** Findings with a FOUND event from this source (which ran against `targetId`). */
+  sourceId?: string;
+  ids?: string[];
+}
+
+export function baseConditions(base: FindingBase): Sql {
+  const out: Sql = { where: [], params: {} };
+  if (base.issueId !== undefined) {
+    out.params.baseIssue = base.issueId;
+    out.where.push('issue_id = {baseIssue:UUID}');
+  }
+  if (base.targetId !== undefined) {
+    out.params.baseTarget = base.targetId;
+    out.where.push('target_id = {baseTarget:UUID}');
+  }
+  if (base.sourceId !== undefined) {
+    // finding_events is sorted by finding: restrict to the source's target's findings first.
+    out.params.baseSource = base.sourceId;
+    out.where.push(`id IN (SELECT finding_id FROM finding_events
+      WHERE finding_id IN (SELECT id FROM findings WHERE target_id = {baseTarget:UUID}) AND source_id = {baseSource:UUID})`);
+  }
+  if (base.ids !== undefined) {
+    out.params.baseIds = base.ids;
+    out.where.push('id IN {baseIds:Array(UUID)}');
+  }
+  return out;
+}
+
+const ORDER = {
+  id: byId(),
+  score: `score, ${byId()}`,
+  '-score': `score DESC, ${byId()}`,
+} as const;
+
+/** A finding's row as a page shows it, periods as epoch seconds. */
+const ROW_COLUMNS = `id, target_id, issue_id, affected_resource, status, score,
+            CAST(found_at, 'Array(UInt32)') AS found, CAST(fixed_at, 'Array(UInt32)') AS fixed`;
+
+/**
+ * The rows of `f` with what a page shows besides them, looked up by key in the tables of sql/0012
+ * (direct joins: each row's keys are looked up, no hash table is built). A key without a value
+ * reads as empty, so a finding without a latest event reads the nil UUID as its source. (`f.*`
+ * would name ids `f.id`: the joined tables have ids too.)
+ */
+const WITH_CONTEXT_COLUMNS = `f.id AS id, f.target_id AS target_id, f.issue_id AS issue_id, f.affected_resource AS affected_resource,
+       f.status AS status, f.score AS score, f.found AS found, f.fixed AS fixed,
+       e.details AS latest_details, e.impact_details AS latest_impact_details,
+       e.resources AS latest_resources, e.affected_resource_string AS latest_affected_resource_string,
+       e.source_id AS latest_source_id, e.source_name AS latest_source_name, e.component AS latest_component,
+       e.check_id AS latest_instance, e.options AS latest_options, toUInt32(e.time) AS latest_source_epoch,
+       i.summary AS issue_summary, i.cwe_id AS issue_cwe_id, i.description AS issue_description,
+       i.recommendations AS issue_recommendations, i.reference_links AS issue_reference_links, i.labels AS issue_labels,
+       t.identifier AS target_identifier, t.teams AS target_team_ids`;
+const CONTEXT_JOINS = `LEFT JOIN finding_latest_events AS e ON e.finding_id = f.id
+   LEFT JOIN issue_objects AS i ON i.id = f.issue_id
+   LEFT JOIN target_objects AS t ON t.id = f.target_id`;
+
+/**
+ * Rows per block while a page is read: a page by id reads its scope in order only until the page is
+ * full, a block at a time, and the default block (65,409 rows) would make that ten granules of
+ * team_findings for twenty rows; one granule per block keeps full scans as fast.
+ * No ORDER BY around the joins: the rows are put in id order here (byIdText), since sorting twenty
+ * rows costs nothing and the engine spends about a millisecond planning a sort step.
+ */
+const CONTEXT_SETTINGS = `SETTINGS join_algorithm = 'direct', max_block_size = 1024`;
+
+/**
+ * The kept totals (sql/0012, sql/0014, src/ingest/totals.ts) of the lists that count every finding
+ * of a team, or of the organisation, with a given status or any; `n` is a finding_total_values row.
+ */
+const keptTotal = (status: FindingFilters['status']) =>
+  status === 'OPEN' ? 'n.open' : status === 'FIXED' ? 'n.fixed' : 'n.open + n.fixed';
+
+/** IN ID ORDER: the page's rows read from `from` in id order, with their context and, `withTotal`, the kept total. */
+const inIdOrderPage = (from: string, where: string, total: string | undefined) => `
+SELECT ${WITH_CONTEXT_COLUMNS}${total ? `, ${total} AS page_total` : ''}
+FROM
+(
+    SELECT ${ROW_COLUMNS}${total ? ', {totalScope:String} AS total_scope' : ''}
+    FROM ${from}
+    ${where}
+    ${PAGE_LIMIT}
+) AS f
+   ${CONTEXT_JOINS}
+   ${total ? 'LEFT JOIN finding_total_values AS n ON n.scope = f.total_scope' : ''}
+${CONTEXT_SETTINGS}`;
+
+/** BY KEYS, first statement: the page's keys in the list's order, with the kept total where it tells. */
+const keysPage = (from: string, where: string, order: string, total: string | undefined) => {
+  const keys = `SELECT id, target_id
+    FROM ${from}
+    ${where}
+    ORDER BY ${order}
+    ${PAGE_LIMIT}`;
+  if (!total) return keys;
+  return `
+SELECT *, (SELECT ${total} FROM finding_total_values AS n WHERE scope = {totalScope:String}) AS page_total
+FROM (${keys})`;
+};
+
+/** BY KEYS, second statement: findings by primary key (target_id, id) with their context. */
+const ROWS_BY_KEYS = `
+SELECT ${WITH_CONTEXT_COLUMNS}
+FROM
+(
+    SELECT ${ROW_COLUMNS}
+    FROM findings FINAL
+    WHERE target_id IN {targetIds:Array(UUID)} AND id IN {ids:Array(UUID)}
+) AS f
+   ${CONTEXT_JOINS}
+${CONTEXT_SETTINGS}`;
+
+/** The list's count, where the page does not tell it. */
+const countSql = (from: string, where: string) => `SELECT count() AS n FROM ${from} ${where}`;
+
+/**
+ * Whether the kept totals answer the list: no base, and no filter but status and the one team
+ * whose totals are kept (sortBy only orders; identifierMatch means nothing without identifier).
+ * Any other filter, present or added later, narrows the list.
+ */
+const COUNTED_AS_KEPT = new Set<string>(['status', 'team', 'sortBy', 'identifierMatch']);
+function keptTotalOf(base: FindingBase, f: FindingFilters): { sql: string; params: { totalScope: string } } | undefined {
+  const narrowed = Object.keys(base).length > 0 || Object.entries(f).some(([k, v]) => v !== undefined && !COUNTED_AS_KEPT.has(k));
+  return narrowed ? undefined : { sql: keptTotal(f.status), params: { totalScope: totalScope(f.team) } };
+}
+
+/** A page of findings with their context (plans above). */
+export async function findingPage(
+  store: Store,
+  base: FindingBase,
+  filters: FindingFilters,
+  page: Paging,
+  now: number,
+): Promise<PageOf<FindingWithContext>> {
+  const selected = findingConditions(filters, now);
+  const where = merge(baseConditions(base), selected.scope);
+  const order = filters.sortBy ?? 'id';
+  const total = keptTotalOf(base, filters);
+  if (selected.inIdOrder && order === 'id') {
+    const ordered = merge(baseConditions(base), selected.inIdOrder.scope);
+    const params = { ...ordered.params, ...total?.params };
+    // A count reads the deduplicated scope, not its rows in id order.
+    const count: CountStatement = { sql: countSql(selected.from, whereClause(where)), params };
+    const found = pageCanHoldRows(page)
+      ? await store.query<ContextRow & { page_total?: number }>(inIdOrderPage(selected.inIdOrder.from, whereClause(ordered), total?.sql), {
+          ...params,
+          ...pageParams(page),
+        })
+      : [];
+    const told = total ? found[0]?.page_total : undefined;
+    const counted = total ? await toldTotal(store, count, page, found.length, told) : await pageTotal(store, count, page, found.length);
+    return { rows: found.map(withContext).sort(byIdText), pagination: pagination(page, counted) };
+  }
+  const params = { ...where.params, ...total?.params };
+  const count: CountStatement = { sql: countSql(selected.from, whereClause(where)), params };
+  const keys = pageCanHoldRows(page)
+    ? await store.query<FindingKey & { page_total?: number }>(keysPage(selected.from, whereClause(where), ORDER[order], total?.sql), {
+        ...params,
+        ...pageParams(page),
+      })
+    : [];
+  const counted = total
+    ? await toldTotal(store, count, page, keys.length, keys[0]?.page_total)
+    : await pageTotal(store, count, page, keys.length);
+  const rows = new Map((await findingsByKeys(store, keys)).map((r) => [r.id, r]));
+  return { rows: keys.flatMap((r) => rows.get(r.id) ?? []), pagination: pagination(page, counted) };
+}
+
+/** What locates a finding: its id and its target (the findings table's primary key). */
+export interface FindingKey {
+  id: string;
+  target_id: string;
+}
+
+/** Findings with their context, each found by its primary key (target_id, id); in id order. */
+export async function findingsByKeys(store: Store, keys: FindingKey[]): Promise<FindingWithContext[]> {
+  if (keys.length === 0) return [];
+  const rows = await store.query<ContextRow>(ROWS_BY_KEYS, {
+    ids: keys.map((k) => k.id),
+    targetIds: [...new Set(keys.map((k) => k.target_id))],
+  });
+  return rows.map(withContext).sort(byIdText);
+}
+
+/** SPEC §5.4's id order (the byte order of the lowercase text, which is how ids come back). */
+const byIdText = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
