@@ -8,7 +8,7 @@ import { ProcessLocks } from '../src/locks/target-locks.js';
 import { prepareReport } from '../src/ingest/prepare.js';
 import { openStore, type Store } from '../src/storage/gateway.js';
 import { migrate, MigrationError, SQL_DIR } from '../src/storage/migrate.js';
-import { copyAllToTeams } from '../src/targets/team-copies.js';
+import { copyAllToTeams } from '../src/teams/team-copies.js';
 import { targetId } from '../src/domain/ids.js';
 import { testStoreConfig } from './support/engine.js';
 import { report, V, worked } from './support/reports.js';

@@ -18,8 +18,8 @@ import { createLogger } from '../../src/log.js';
 import { openStore, type Store } from '../../src/storage/gateway.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { targetId } from '../../src/domain/ids.js';
-import { copyAllToTeams } from '../../src/targets/team-copies.js';
-import { describeAllTargets } from '../../src/targets/queries.js';
+import { copyAllToTeams } from '../../src/teams/team-copies.js';
+import { teamsOfSql } from '../../src/teams/associations.js';
 import { rewriteTotals } from '../../src/ingest/totals.js';
 import { targetName, teamName, teamOf } from './synthetic.js';
 import { replayLines } from './replay-lines.js';
@@ -64,6 +64,19 @@ async function build(store: Store, scale: Scale): Promise<{ reports: number; sec
       console.log(`  dataset ${scale}: ${sent} reports (${Math.round(sent / ((performance.now() - started) / 1000))}/s)`);
   });
   return { reports, seconds: (performance.now() - started) / 1000 };
+}
+
+/**
+ * Rewrites every target's object (sql/0012) from targets and target_teams, after associations
+ * written in bulk straight into target_teams.
+ */
+async function describeAllTargets(store: Store): Promise<void> {
+  await store.command(
+    `INSERT INTO target_objects
+     SELECT t.id, t.identifier, tt.teams
+     FROM targets AS t FINAL
+     LEFT JOIN (${teamsOfSql('all')}) AS tt ON tt.target = t.id`,
+  );
 }
 
 async function associateTeams(store: Store, targets: number): Promise<void> {

@@ -3,7 +3,7 @@ import type { Logger } from '../log.js';
 import { enqueueReports } from '../queue/producer.js';
 import type { Store } from '../storage/gateway.js';
 import type { Locks } from '../locks/target-locks.js';
-import { associateTeams } from '../targets/queries.js';
+import { associateTeams } from '../teams/associations.js';
 import { TEAMS } from './catalog.js';
 import { demoHistory, demoTargets, teamId } from './history.js';
 

@@ -7,7 +7,7 @@ import type { FamilySource } from './periods.js';
 import { bestClaims, detectionRows, eventRows, issueObjectRows, issueRows, latestEventRow } from './rows.js';
 import * as q from './queries.js';
 import { reconcileDerived } from './reconcile.js';
-import { teamsOf } from '../targets/queries.js';
+import { teamsOf } from '../teams/associations.js';
 import { TimeSlices } from '../time-slices.js';
 
 /**

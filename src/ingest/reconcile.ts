@@ -10,7 +10,7 @@ import { inUuids } from '../storage/bound-lists.js';
  * derive, and the retry, finding the version already written, writes nothing that would fire them.
  * So a batch that may retry half-written work (recovery) brings each of them back to what the
  * targets' current findings say, by inserting the difference: a no-op when nothing was lost, and
- * idempotent, like the team copies of POST /targets (src/targets/team-copies.ts).
+ * idempotent, like the team copies of POST /targets (src/teams/team-copies.ts).
  *
  * The caller holds the targets' locks, so their findings do not change meanwhile. Issue counters
  * also count other targets' findings: an issue's difference is computed in one statement from its

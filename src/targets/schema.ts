@@ -20,8 +20,6 @@ export const associateTeamsBody = z.object(
 export const MAX_IDENTIFIER_LENGTH = 2048;
 export const MAX_TEAM_LENGTH = 256;
 export const MAX_TEAMS_PER_REQUEST = 100;
-/** Teams one target may have in all; checked under the target's lock (queries.ts, associateTeams). */
-export const MAX_TEAMS_PER_TARGET = 1000;
 
 /** Whether `s` holds more than `max` characters (code points), without counting a short one. */
 function longerThan(s: string, max: number): boolean {
