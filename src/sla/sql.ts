@@ -1,28 +1,24 @@
-import { SEVERITIES } from '../domain/severity.js';
 import type { Sql } from '../filters/sql.js';
 import { slaSeconds, type SlaPolicy } from './policy.js';
 
 /**
  * SQL fragments of SPEC §12.1 over the columns of `findings` (and its team copy): the period
  * arrays found_at/fixed_at (fixed_at = NEVER while open) and the severity of the current score.
- * The policy is bound as a map severity → seconds; a severity missing from it has no SLA.
+ * The policy is bound as the seconds allowed per severity, indexed by the value of the severity
+ * enum (sql/0005_findings.sql: informational 0, low 1, medium 2, high 3, critical 4) — arithmetic
+ * per row rather than a lookup by name; 0 means no SLA (a policy's days are at least 1).
  */
 
-const POLICY = '{slaSeconds:Map(String, Int64)}';
+const ENUM_ORDER = ['informational', 'low', 'medium', 'high', 'critical'] as const;
 
 /** The parameters every fragment below reads. */
 export function slaParams(policy: SlaPolicy): Record<string, unknown> {
-  const seconds: Record<string, number> = {};
-  for (const s of SEVERITIES) {
-    const allowed = slaSeconds(policy, s);
-    if (allowed !== undefined) seconds[s] = allowed;
-  }
-  return { slaSeconds: seconds };
+  return { slaSeconds: ENUM_ORDER.map((s) => slaSeconds(policy, s) ?? 0) };
 }
 
 const T = (name: string) => `toInt64({${name}:DateTime('UTC')})`;
-const applies = `mapContains(${POLICY}, toString(severity))`;
-const allowed = `${POLICY}[toString(severity)]`;
+const allowed = `arrayElement({slaSeconds:Array(Int64)}, toUInt8(severity) + 1)`;
+const applies = `${allowed} > 0`;
 
 export const sla = {
   /** The finding's severity has an SLA. */
@@ -31,8 +27,6 @@ export const sla = {
   allowed,
   /** A period (f, x) is OPEN at T and T ≥ its deadline; only meaningful where `applies`. */
   periodBreachedAt: (t: string) => `f <= {${t}:DateTime('UTC')} AND {${t}:DateTime('UTC')} < x AND ${T(t)} >= toInt64(f) + ${allowed}`,
-  /** A closed period (f, x) ended by its deadline. */
-  periodFixedWithin: `toInt64(x) <= toInt64(f) + ${allowed}`,
   /** SPEC §12.1: the finding's period OPEN at T is breached. */
   breachedAt: (t: string) => `(${applies} AND arrayExists((f, x) -> ${sla.periodBreachedAt(t)}, found_at, fixed_at))`,
   /** SPEC §12.1 `sla=within`: OPEN at T and not breached (a severity without SLA is never breached). */

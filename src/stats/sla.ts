@@ -45,14 +45,17 @@ export async function slaStats(store: Store, f: StatFilters, now: number, policy
     slaAt: sqlAt(f.atDate ?? now),
     ...(ranged ? { slaFixedFrom: sqlTime(f.minDate ?? 0), slaFixedTo: sqlTime(f.maxDateEnd ?? NEVER) } : {}),
   };
+  // One row per period (they never overlap, so a finding has at most one period OPEN at T and the
+  // open periods count findings). The policy's seconds for a severity without SLA read as 0; its
+  // breached and fixed_within counts are dropped by summarise, which knows the policy.
   const found = await store.query<Row>(
     `SELECT severity,
-            countIf(${state.openAt('slaAt')}) AS open,
-            countIf(${sla.breachedAt('slaAt')}) AS breached,
-            sum(arrayCount(x -> ${fixedWhen}, fixed_at)) AS fixed,
-            sum(if(${sla.applies}, arrayCount((f, x) -> ${fixedWhen} AND ${sla.periodFixedWithin}, found_at, fixed_at), 0)) AS fixed_within
-     FROM ${rows.from}
-     ${whereClause(scope)}
+            countIf(f <= {slaAt:DateTime('UTC')} AND {slaAt:DateTime('UTC')} < x) AS open,
+            countIf(f <= {slaAt:DateTime('UTC')} AND {slaAt:DateTime('UTC')} < x AND toInt64({slaAt:DateTime('UTC')}) >= toInt64(f) + allowed) AS breached,
+            countIf(${fixedWhen}) AS fixed,
+            countIf(${fixedWhen} AND toInt64(x) - toInt64(f) <= allowed) AS fixed_within
+     FROM (SELECT severity, found_at, fixed_at, ${sla.allowed} AS allowed FROM ${rows.from} ${whereClause(scope)})
+     ARRAY JOIN found_at AS f, fixed_at AS x
      GROUP BY severity`,
     params,
   );
