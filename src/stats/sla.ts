@@ -1,6 +1,6 @@
 import { NEVER } from '../domain/time.js';
 import { SEVERITIES, type BySeverity, type Severity } from '../domain/severity.js';
-import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, whereClause } from '../filters/sql.js';
+import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
 import type { SlaPolicy } from '../sla/policy.js';
 import { sla, slaParams } from '../sla/sql.js';
 import type { Store } from '../storage/gateway.js';
