@@ -37,6 +37,9 @@ export interface FailedJob {
   /** A bundle's number of reports and its first targets. */
   reports?: number;
   targets?: string[];
+  /** A webhook delivery's subscription and event (`--queue notifications`). */
+  webhook?: string;
+  event?: string;
 }
 
 export interface FailedList {
@@ -68,7 +71,7 @@ async function openQueues<T>(connection: Redis, names: RedisNames, queues: strin
 const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
 
 /** What a job's data tells about its report(s): a report's target and check, a bundle's size and targets. */
-export function describeData(data: unknown): Pick<FailedJob, 'target' | 'check_id' | 'reports' | 'targets'> {
+export function describeData(data: unknown): Pick<FailedJob, 'target' | 'check_id' | 'reports' | 'targets' | 'webhook' | 'event'> {
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return {};
   const d = data as Record<string, unknown>;
   if (Array.isArray(d.reports)) {
@@ -77,6 +80,7 @@ export function describeData(data: unknown): Pick<FailedJob, 'target' | 'check_i
       .filter((t): t is string => t !== undefined);
     return { reports: d.reports.length, targets: [...new Set(targets)].slice(0, BUNDLE_TARGETS_SHOWN) };
   }
+  if (text(d.webhookId) !== undefined) return { webhook: text(d.webhookId)!, event: `${text(d.type) ?? '?'} ${text(d.eventId) ?? '?'}` };
   const out: Pick<FailedJob, 'target' | 'check_id'> = {};
   if (text(d.target) !== undefined) out.target = text(d.target)!;
   if (text(d.check_id) !== undefined) out.check_id = text(d.check_id)!;
@@ -198,6 +202,7 @@ function what(j: FailedJob): string {
     return `bundle of ${j.reports}: ${(j.targets ?? []).join(', ')}${more}`;
   }
   if (j.target !== undefined || j.check_id !== undefined) return `${j.target ?? '?'} (check ${j.check_id ?? '?'})`;
+  if (j.webhook !== undefined) return `${j.event ?? '?'} to webhook ${j.webhook}`;
   return '';
 }
 

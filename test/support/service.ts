@@ -30,7 +30,7 @@ export interface TestService extends Service {
 }
 
 export async function startTestService(
-  opts: Partial<Pick<ServiceOptions, 'api' | 'worker' | 'faults' | 'now'>> & { env?: Record<string, string> } = {},
+  opts: Partial<Pick<ServiceOptions, 'api' | 'worker' | 'faults' | 'now' | 'notifications'>> & { env?: Record<string, string> } = {},
 ): Promise<TestService> {
   const id = randomUUID().slice(0, 8);
   const config = loadConfig({
@@ -54,6 +54,7 @@ export async function startTestService(
     names,
     ...(opts.faults ? { faults: opts.faults } : {}),
     ...(opts.now ? { now: opts.now } : {}),
+    ...(opts.notifications ? { notifications: opts.notifications } : {}),
   });
   const queue = service.queue ?? checksQueue(service.redis, names);
   const bulk = bundlesQueue(service.redis, names);

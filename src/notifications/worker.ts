@@ -1,0 +1,120 @@
+import { Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { nowSeconds } from '../domain/time.js';
+import type { Logger } from '../log.js';
+import { deliveryJobSchema, NOTIFICATIONS_QUEUE } from '../queue/contract.js';
+import type { RedisNames } from '../queue/redis.js';
+import type { Store } from '../storage/gateway.js';
+import { batchNotifier } from './batch-events.js';
+import { deliver, DELIVERY_TIMEOUT_MS } from './deliver.js';
+import { dispatch, type DeliveryTuning } from './dispatch.js';
+import { notificationsQueue } from './emit.js';
+import { startPeriodicChecks, type PeriodicCheck } from './periodic.js';
+import { slaBreaches, type SlaDays } from './sla-breaches.js';
+import { listSubscriptions, type Subscription } from './subscriptions.js';
+
+/**
+ * The notifications side of the worker role (`serve`, `serve worker`): the `notifications` queue's
+ * worker (dispatch jobs and HTTP deliveries, with their own connection and concurrency, never in
+ * the ingest worker's path), the periodic check, and the hook the batcher calls after each commit.
+ */
+
+export interface NotificationsOptions {
+  /** Deliveries (and dispatches) in flight at once. */
+  concurrency?: number;
+  delivery?: DeliveryTuning;
+  timeoutMs?: number;
+  checkIntervalMs?: number;
+  /** Epoch seconds of the periodic check; tests move it. */
+  now?: () => number;
+  /** Further periodic checks (decision expiries: src/notifications/decision-expiries.ts). */
+  checks?: PeriodicCheck[];
+}
+
+export interface Notifications {
+  /** The batcher's `notify` hook. */
+  notify: ReturnType<typeof batchNotifier>;
+  worker: Worker;
+  close(): Promise<void>;
+}
+
+/** Subscriptions change rarely and deliveries are many: each process reads them at most this often. */
+const SUBSCRIPTIONS_TTL_MS = 2000;
+
+function subscriptionLookup(store: Store) {
+  let cached: { at: number; byId: Promise<Map<string, Subscription>> } | undefined;
+  return async (id: string) => {
+    if (!cached || Date.now() - cached.at > SUBSCRIPTIONS_TTL_MS) {
+      const byId = listSubscriptions(store).then((all) => new Map(all.map((s) => [s.id, s])));
+      cached = { at: Date.now(), byId };
+      byId.catch(() => (cached = undefined));
+    }
+    return (await cached.byId).get(id);
+  };
+}
+
+export function startNotifications(deps: {
+  store: Store;
+  /** For enqueueing (fails fast while Redis is away). */
+  redis: Redis;
+  /** A blocking-capable connection of the notifications worker's own. */
+  connection: Redis;
+  names: RedisNames;
+  log: Logger;
+  slaPolicy?: SlaDays | undefined;
+  options?: NotificationsOptions | undefined;
+}): Notifications {
+  const opts = deps.options ?? {};
+  const log = deps.log;
+  const queue = notificationsQueue(deps.redis, deps.names);
+  const subscription = subscriptionLookup(deps.store);
+
+  const handle = async (job: Job) => {
+    if (job.name === 'dispatch')
+      return dispatch({ store: deps.store, queue, log, ...(opts.delivery ? { delivery: opts.delivery } : {}) }, job.data);
+    const delivery = deliveryJobSchema.parse(job.data);
+    const s = await subscription(delivery.webhookId);
+    // Deleted since the event was dispatched: nothing to deliver to.
+    if (!s) return { skipped: 'subscription deleted' };
+    return { status: await deliver(s, delivery, opts.timeoutMs ?? DELIVERY_TIMEOUT_MS) };
+  };
+  const worker = new Worker(NOTIFICATIONS_QUEUE, handle, {
+    connection: deps.connection,
+    prefix: deps.names.queuePrefix,
+    concurrency: opts.concurrency ?? 16,
+  });
+  worker.on('error', (err) => log.warn('notifications worker error', { err }));
+  worker.on('failed', (job, err) => {
+    if (!job) return;
+    const final = job.attemptsMade >= (job.opts.attempts ?? 1);
+    log[final ? 'warn' : 'debug'](final ? 'delivery failed for good (kept as failed)' : 'delivery failed; retrying', {
+      job: job.id,
+      attempts: job.attemptsMade,
+      reason: err.message,
+    });
+  });
+
+  const checks: PeriodicCheck[] = [...(opts.checks ?? [])];
+  const policy = deps.slaPolicy;
+  if (policy) checks.push((window) => slaBreaches(deps.store, policy, window));
+  const periodic = startPeriodicChecks({
+    redis: deps.redis,
+    names: deps.names,
+    queue,
+    log,
+    checks,
+    intervalMs: opts.checkIntervalMs ?? 60_000,
+    now: opts.now ?? nowSeconds,
+  });
+
+  return {
+    notify: batchNotifier(queue),
+    worker,
+    close: async () => {
+      await periodic.stop();
+      // In-flight deliveries end within their timeout.
+      await worker.close();
+      await queue.close();
+    },
+  };
+}
