@@ -13,6 +13,7 @@ import type { TokenKeys } from './keys.js';
 import { metricRoutes } from './routes.js';
 import { metricsErrors } from './errors.js';
 import { observeRequests } from '../observability/requests.js';
+import { webhookRoutes } from '../notifications/routes.js';
 
 /** The security metrics API (SPEC §8) under /api/v1: builds the Koa app; never listens. */
 
@@ -61,12 +62,14 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
     if (!(await deps.store.ping())) throw new ApiError(503, 'Unavailable', 'Unavailable');
     ctx.body = { status: 'OK' };
   });
+  const verified = authenticate(deps.keys);
   const metrics = metricRoutes({
     store: deps.store,
     now: deps.now ?? nowSeconds,
-    authenticate: authenticate(deps.keys),
+    authenticate: verified,
     cache: deps.cache ? new ResponseCache('metrics', deps.cache, deps.log) : undefined,
   });
-  mountRoutes(app, [health, metrics], metricsErrors, METRICS_PREFIX);
+  const webhooks = webhookRoutes({ store: deps.store, authenticate: verified });
+  mountRoutes(app, [health, metrics, webhooks], metricsErrors, METRICS_PREFIX);
   return app;
 }
