@@ -18,10 +18,10 @@ import { createDbApi } from '../src/app.js';
 import { createLogger } from '../src/log.js';
 import { checksQueue } from '../src/queue/producer.js';
 import type { QueryParams, Store } from '../src/storage/gateway.js';
-import { ProcessLocks } from '../src/locks/target-locks.js';
 import { LARGE_TEAM, openDataset, SCALES, type Scale } from './lib/dataset.js';
 import { connectBenchClient } from './lib/http-client.js';
 import { writeResults } from './lib/results.js';
+import { ownedStore } from './lib/owned-store.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: string) => {
@@ -113,7 +113,7 @@ for (const scale of scales) {
   await redis.ping(); // ready before the first request: an unconnected cache is a BYPASS
   const apiDeps = {
     store: rec.store,
-    locks: new ProcessLocks(), // the benchmark posts no targets
+    ...ownedStore(rec.store, createLogger('warn')),
     queue: checksQueue(redis, { queuePrefix: 'bench-unused', keyPrefix: 'bench-unused' }),
     log: createLogger('warn'),
     maxReportBytes: 1 << 20,

@@ -26,7 +26,6 @@ import { loadConfig } from '../src/config.js';
 import { directBatchesInFlight } from '../src/cli/import.js';
 import { eventRows } from '../src/ingest/rows.js';
 import { ReportBatcher } from '../src/ingest/batcher.js';
-import { ProcessLocks } from '../src/locks/target-locks.js';
 import { prepareReport, type Prepared } from '../src/ingest/prepare.js';
 import { createLogger } from '../src/log.js';
 import { startService } from '../src/service.js';
@@ -37,6 +36,7 @@ import { TEAMS } from './lib/dataset.js';
 import { writeResults } from './lib/results.js';
 import { targetId } from '../src/domain/ids.js';
 import { BUNDLE_MAX_REPORTS, BUNDLE_SIZE } from '../src/queue/contract.js';
+import { ownedStore } from './lib/owned-store.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: string) => {
@@ -129,7 +129,7 @@ if (MODE === 'queue') {
   const concurrency = directBatchesInFlight(config.ingest.concurrency);
   const batcher = new ReportBatcher({
     store: service.store,
-    locks: new ProcessLocks(),
+    ...ownedStore(service.store, log),
     batchSize: config.ingest.batchSize,
     waitMs: config.ingest.batchWaitMs,
     concurrency,

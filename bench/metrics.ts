@@ -22,7 +22,7 @@ import os from 'node:os';
 import { isDeepStrictEqual } from 'node:util';
 import autocannon from 'autocannon';
 import { writeResults } from './lib/results.js';
-import { ProcessLocks } from '../src/locks/target-locks.js';
+import { ownedStore } from './lib/owned-store.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: string) => {
@@ -127,7 +127,7 @@ const apps = {
   uncached: createMetricsApi({ store, log, keys: tokens, now }),
   database: createDbApi({
     store,
-    locks: new ProcessLocks(),
+    ...ownedStore(store, log),
     queue,
     log,
     maxReportBytes: 1 << 20,

@@ -21,7 +21,7 @@ import { statsRoutes } from './stats/routes.js';
 import type { Store } from './storage/gateway.js';
 import type { Locks } from './locks/target-locks.js';
 import { targetRoutes } from './targets/routes.js';
-import { TotalsRewriter } from './ingest/totals.js';
+import type { TotalsRewriter } from './ingest/totals.js';
 import { observeRequests } from './observability/requests.js';
 
 /** The database API (SPEC §5–§6): builds the Koa app from its dependencies; never listens. */
@@ -37,6 +37,8 @@ export interface DbApiDeps {
   now?: () => number;
   /** The ingest worker's per-target locks: POST /targets takes its target's (see associateTeams). */
   locks: Locks;
+  /** The process's one rewriter of the findings lists' totals (POST /targets moves them). */
+  totals: TotalsRewriter;
   /** Called after POST /targets changed team associations (cache invalidation). */
   onTeamsChanged?: () => Promise<void>;
   /** Redis read-through cache of findings lists (keyed by the data version); none: always computed. */
@@ -73,7 +75,7 @@ export function createDbApi(deps: DbApiDeps): Koa {
       maxBodyBytes: deps.maxReportBytes,
       locks: deps.locks,
       log: deps.log,
-      totals: new TotalsRewriter(deps.store, deps.locks, deps.log),
+      totals: deps.totals,
       ...(deps.onTeamsChanged ? { onTeamsChanged: deps.onTeamsChanged } : {}),
     }),
     statsRoutes(api),

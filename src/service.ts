@@ -9,9 +9,8 @@ import { DataVersion } from './cache/data-version.js';
 import type { Config } from './config.js';
 import { within } from './domain/deadline.js';
 import { ReportBatcher, type BatcherOptions } from './ingest/batcher.js';
+import { TotalsRewriter } from './ingest/totals.js';
 import { startIngestWorkers } from './ingest/worker.js';
-import { notificationsQueue } from './notifications/emit.js';
-import { startNotifications, type Notifications, type NotificationsOptions } from './notifications/worker.js';
 import { TargetLocks, type Locks } from './locks/target-locks.js';
 import type { Logger } from './log.js';
 import { createMetricsApi } from './metrics/app.js';
@@ -37,8 +36,6 @@ export interface ServiceOptions {
   faults?: BatcherOptions['faults'];
   /** "now" in epoch seconds for the APIs; tests fix it. */
   now?: () => number;
-  /** Webhook delivery knobs (tests shorten the backoff and the periodic check's interval). */
-  notifications?: NotificationsOptions;
 }
 
 export interface Service {
@@ -51,6 +48,8 @@ export interface Service {
   names: RedisNames;
   /** Per-target locks shared by the ingest worker and POST /targets. */
   locks: Locks;
+  /** The process's one rewriter of the findings lists' totals. */
+  totals: TotalsRewriter;
   /** Where the APIs listen (actual ports when configured as 0). */
   dbApiUrl: string | undefined;
   metricsApiUrl: string | undefined;
@@ -59,7 +58,10 @@ export interface Service {
   close(): Promise<void>;
 }
 
-/** What every role shares: the store, Redis, the target locks and the data version of cached answers. */
+/**
+ * What every role shares: the store, Redis, the target locks, the rewriter of the findings lists'
+ * totals (batches and POST /targets) and the data version of cached answers.
+ */
 interface Shared {
   config: Config;
   opts: ServiceOptions;
@@ -68,6 +70,7 @@ interface Shared {
   redis: Redis;
   names: RedisNames;
   locks: Locks;
+  totals: TotalsRewriter;
   dataVersion: DataVersion;
 }
 
@@ -118,7 +121,7 @@ async function openMigratedStore(config: Config, log: Logger): Promise<Store> {
 }
 
 /** The worker role: the batcher and the BullMQ workers that feed it, on a connection of their own. */
-function startIngest(s: Shared, notify?: Notifications['notify']): { batcher: ReportBatcher; workers: Worker[]; connection: Redis } {
+function startIngest(s: Shared): { batcher: ReportBatcher; workers: Worker[]; connection: Redis } {
   const { config, log } = s;
   const batcher = new ReportBatcher({
     // Its statements go first to the embedded engine, which API requests share (README, Design).
@@ -129,8 +132,8 @@ function startIngest(s: Shared, notify?: Notifications['notify']): { batcher: Re
     concurrency: config.ingest.concurrency,
     maxEventAgeDays: config.ingest.maxEventAgeDays,
     log: log.child({ component: 'ingest' }),
+    totals: s.totals,
     onCommitted: () => s.dataVersion.bump('batch committed'),
-    ...(notify ? { notify } : {}),
     ...(s.opts.faults ? { faults: s.opts.faults } : {}),
   });
   const connection = workerConnection(config.redisUrl);
@@ -150,7 +153,7 @@ function startIngest(s: Shared, notify?: Notifications['notify']): { batcher: Re
     maxStalls: config.jobs.maxStalls,
   });
   // A process that died between a batch and its rewrite left the totals behind.
-  void batcher.rewriteTotals();
+  void s.totals.request();
   return { batcher, workers, connection };
 }
 
@@ -171,6 +174,7 @@ async function startApis(s: Shared, queue: Queue): Promise<{ servers: http.Serve
     pageSizeDefault: config.pageSizeDefault,
     pageSizeMax: config.pageSizeMax,
     locks: s.locks,
+    totals: s.totals,
     cache: { redis, names },
     ...(opts.now ? { now: opts.now } : {}),
     // Team re-association changes every team-scoped answer: cached ones become stale.
@@ -209,6 +213,8 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   const store = await openMigratedStore(config, log);
   const redis = requestConnection(config.redisUrl);
   if (!(await whenReady(redis))) log.warn('Redis is not answering yet; queueing and caching wait for it', { url: config.redisUrl });
+  // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
+  const locks = new TargetLocks(redis, names, config.jobs.lockMs);
   const shared: Shared = {
     config,
     opts,
@@ -216,32 +222,20 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     store,
     redis,
     names,
-    // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
-    locks: new TargetLocks(redis, names, config.jobs.lockMs),
+    locks,
+    // Its statements go first, like the batches' (README, Design).
+    totals: new TotalsRewriter(store.prioritized(), locks, log.child({ component: 'totals' })),
     // Cached answers are keyed by it; both the worker and POST /targets bump it.
     dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' })),
   };
 
-  // Webhooks (SPEC §9.1) belong to the worker role, on a connection apart from the ingest workers'.
-  const notifyConnection = opts.worker ? workerConnection(config.redisUrl) : undefined;
-  const notifications = notifyConnection
-    ? startNotifications({
-        store,
-        redis,
-        connection: notifyConnection,
-        names,
-        log: log.child({ component: 'notifications' }),
-        slaPolicy: config.slaPolicy,
-        options: opts.notifications,
-      })
-    : undefined;
-  const ingest = opts.worker ? startIngest(shared, notifications?.notify) : undefined;
+  const ingest = opts.worker ? startIngest(shared) : undefined;
   const queue = opts.api ? checksQueue(redis, names) : undefined;
   const apis = queue ? await startApis(shared, queue) : undefined;
   if (apis) log.info('APIs listening', { database: apis.dbApiUrl, metrics: apis.metricsApiUrl });
 
   // Every process, whatever its roles, can be watched and probed.
-  const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names), notificationsQueue(redis, names)];
+  const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names)];
   const admin = await startAdmin({ store, redis, queues: boardQueues, log }, config.admin.port, config.admin.host);
   log.info('admin listening', { metrics: `${admin.url}/metrics`, ready: `${admin.url}/readyz`, queues: `${admin.url}${QUEUE_BOARD_PATH}` });
 
@@ -253,13 +247,12 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       if (ingest) {
         await Promise.all(ingest.workers.map((w) => closeWorker(w, log)));
         await ingest.batcher.drain();
-        ingest.batcher.close();
       }
-      // After the batches: their last events are enqueued by then.
-      await notifications?.close();
+      // No more retries of a failed rewrite: the process is going away.
+      shared.totals.close();
       await closeServer(admin.server);
       await Promise.all(boardQueues.map((q) => q.close()));
-      await Promise.allSettled([redis.quit(), ingest?.connection.quit(), notifyConnection?.quit()]);
+      await Promise.allSettled([redis.quit(), ingest?.connection.quit()]);
       await store.close();
       log.info('stopped');
     })());
@@ -272,6 +265,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     redis,
     names,
     locks: shared.locks,
+    totals: shared.totals,
     dbApiUrl: apis?.dbApiUrl,
     metricsApiUrl: apis?.metricsApiUrl,
     adminUrl: admin.url,

@@ -7,12 +7,12 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importDirect, importReports } from '../src/cli/import.js';
 import { ReportBatcher } from '../src/ingest/batcher.js';
-import { ProcessLocks } from '../src/locks/target-locks.js';
 import { silentLogger } from '../src/log.js';
 import { defaultRedisNames, keys } from '../src/queue/redis.js';
 import { freshStore, testDataDir } from './support/engine.js';
 import { report, V } from './support/reports.js';
 import { json, REDIS_URL, startTestService, type TestService } from './support/service.js';
+import { ownedStore } from './support/owned-store.js';
 
 const r = (id: string, target = 'www.example.com', day = '01') =>
   report({ check_id: id, target, end_time: `2024-01-${day} 10:00:00`, vulnerabilities: [V] });
@@ -85,7 +85,7 @@ describe('vulndb import --direct', () => {
     const store = await freshStore();
     const batcher = new ReportBatcher({
       store,
-      locks: new ProcessLocks(),
+      ...ownedStore(store),
       batchSize: 2,
       waitMs: 1,
       concurrency: 1,
@@ -207,7 +207,7 @@ describe('vulndb import --format sarif|trivy', () => {
     const store = await freshStore();
     const batcher = new ReportBatcher({
       store,
-      locks: new ProcessLocks(),
+      ...ownedStore(store),
       batchSize: 2,
       waitMs: 1,
       concurrency: 1,

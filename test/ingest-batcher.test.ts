@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { ReportBatcher } from '../src/ingest/batcher.js';
-import { ProcessLocks } from '../src/locks/target-locks.js';
 import { silentLogger } from '../src/log.js';
 import { freshStore } from './support/engine.js';
 import { report, V, worked, type VulnSpec } from './support/reports.js';
 import { contextFromHistory, snapshot, storedContext } from './support/snapshot.js';
 import { directBatchesInFlight } from '../src/cli/import.js';
+import { ownedStore } from './support/owned-store.js';
 
 const scan = (i: number) =>
   report({ check_id: `scan-${i}`, target: `t${i}.example.com`, end_time: '2024-01-01 10:00:00', vulnerabilities: [V] });
@@ -16,8 +16,8 @@ describe('the report batcher', () => {
     const store = await freshStore();
     const sizes: number[] = [];
     const batcher = new ReportBatcher({
-      store,
-      locks: new ProcessLocks(),
+      store: store,
+      ...ownedStore(store),
       batchSize: 4,
       waitMs: 1,
       concurrency: 2,
@@ -56,7 +56,7 @@ describe('the report batcher', () => {
     expect(concurrency).toBeGreaterThan(2);
     const batched = new ReportBatcher({
       store: together,
-      locks: new ProcessLocks(),
+      ...ownedStore(together),
       batchSize: 3,
       waitMs: 1,
       concurrency,
@@ -65,7 +65,7 @@ describe('the report batcher', () => {
     });
     const single = new ReportBatcher({
       store: oneByOne,
-      locks: new ProcessLocks(),
+      ...ownedStore(oneByOne),
       batchSize: 1,
       waitMs: 1,
       concurrency: 1,
@@ -84,8 +84,8 @@ describe('the report batcher', () => {
   it('never derives reports of one target in two batches side by side (a process owning its store)', async () => {
     const store = await freshStore();
     const batcher = new ReportBatcher({
-      store,
-      locks: new ProcessLocks(),
+      store: store,
+      ...ownedStore(store),
       batchSize: 1,
       waitMs: 1,
       concurrency: 2,
@@ -114,7 +114,7 @@ describe('the report batcher', () => {
     };
     const batcher = new ReportBatcher({
       store: counting,
-      locks: new ProcessLocks(),
+      ...ownedStore(counting),
       batchSize: 1,
       waitMs: 1,
       concurrency: 1,
@@ -146,7 +146,7 @@ describe('the report batcher', () => {
     };
     const batcher = new ReportBatcher({
       store: counting,
-      locks: new ProcessLocks(),
+      ...ownedStore(counting),
       batchSize: 1,
       waitMs: 1,
       concurrency: 1,

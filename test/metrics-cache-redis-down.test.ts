@@ -4,12 +4,12 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReportBatcher } from '../src/ingest/batcher.js';
-import { ProcessLocks } from '../src/locks/target-locks.js';
 import { silentLogger } from '../src/log.js';
 import { worked } from './support/reports.js';
 import { bySeverity, fetchMetric, METRICS_SECRET, metricsToken } from './support/metrics.js';
 import { startPrivateRedis, type PrivateRedis } from './support/private-redis.js';
 import { fetchCached, json, startTestService, type TestService } from './support/service.js';
+import { ownedStore } from './support/owned-store.js';
 
 /**
  * SPEC §8 / issue 4: cache failures degrade to computing the answer (metrics, and the database
@@ -38,7 +38,7 @@ async function startWithWorkedHistory(redisUrl: string): Promise<TestService> {
   await json(svc.postJson('/targets', { identifier: 'www.example.com', teams: [TEAM_A] }), 201);
   const batcher = new ReportBatcher({
     store: svc.store,
-    locks: new ProcessLocks(),
+    ...ownedStore(svc.store),
     batchSize: 10,
     waitMs: 5,
     concurrency: 1,

@@ -12,8 +12,8 @@ import { metricsErrorBodySchema } from '../src/openapi/document.js';
 import { checksQueue } from '../src/queue/producer.js';
 import { requestConnection } from '../src/queue/redis.js';
 import { freshStore } from './support/engine.js';
-import { ProcessLocks } from '../src/locks/target-locks.js';
 import { json, REDIS_URL, startTestService, type TestService } from './support/service.js';
+import { ownedStore } from './support/owned-store.js';
 
 /** METHOD /path with every path parameter written {x}, as the document writes them. */
 const normalise = (method: string, path: string) =>
@@ -62,7 +62,7 @@ describe('the OpenAPI document', () => {
     const store = await freshStore();
     const db = createDbApi({
       store,
-      locks: new ProcessLocks(),
+      ...ownedStore(store),
       queue: checksQueue(redis, { queuePrefix: 'unused', keyPrefix: 'unused' }),
       log: silentLogger,
       maxReportBytes: 1024,

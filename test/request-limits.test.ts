@@ -70,6 +70,7 @@ describe('request limits (SPEC §5.6)', () => {
         pageSizeDefault: 20,
         pageSizeMax: 100,
         locks: svc.locks,
+        totals: svc.totals,
       }).callback(),
     );
     bigMetrics = await listen(createMetricsApi({ store: svc.store, log, keys: tokenKeys(svc.config.jwt, svc.config.dataDir) }).callback());

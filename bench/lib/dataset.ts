@@ -25,6 +25,7 @@ import { targetName, teamName, teamOf } from './synthetic.js';
 import { replayLines } from './replay-lines.js';
 import { syntheticTexts } from './synthetic-texts.js';
 import { writeResults } from './results.js';
+import { ownedStore } from './owned-store.js';
 
 export const SCALES = {
   '100k': { targets: 8_000, scans: 25 },
@@ -57,7 +58,7 @@ async function build(store: Store, scale: Scale): Promise<{ reports: number; sec
   const { targets, scans } = SCALES[scale];
   const batchSize = 4000;
   const concurrency = directBatchesInFlight(1);
-  const batcher = new ReportBatcher({ store, locks: new ProcessLocks(), batchSize, waitMs: 20, concurrency, maxEventAgeDays: 0, log });
+  const batcher = new ReportBatcher({ store, ...ownedStore(store, log), batchSize, waitMs: 20, concurrency, maxEventAgeDays: 0, log });
   const started = performance.now();
   const reports = await replayLines(batcher, syntheticTexts({ targets, scans, churn: 0.01 }), concurrency * batchSize, (sent) => {
     if (sent % 100_000 === 0)

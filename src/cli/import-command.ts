@@ -173,6 +173,7 @@ async function directImport(inputs: string[], documents: DocumentImport | undefi
     { migrate },
     { ReportBatcher },
     { ProcessLocks, TargetLocks },
+    { TotalsRewriter },
     redisModule,
     { directBatchesInFlight, importDirect },
   ] = await Promise.all([
@@ -181,6 +182,7 @@ async function directImport(inputs: string[], documents: DocumentImport | undefi
     import('../storage/migrate.js'),
     import('../ingest/batcher.js'),
     import('../locks/target-locks.js'),
+    import('../ingest/totals.js'),
     import('../queue/redis.js'),
     import('./import.js'),
   ]);
@@ -197,9 +199,11 @@ async function directImport(inputs: string[], documents: DocumentImport | undefi
     throw new CliError(`--direct against a ClickHouse server needs Redis (target locks) at ${cfg.redisUrl}`, EXIT.failed);
   }
   const concurrency = directBatchesInFlight(cfg.ingest.concurrency);
+  const locks = store.mode === 'embedded' ? new ProcessLocks() : new TargetLocks(redis, defaultRedisNames);
   const batcher = new ReportBatcher({
     store,
-    locks: store.mode === 'embedded' ? new ProcessLocks() : new TargetLocks(redis, defaultRedisNames),
+    locks,
+    totals: new TotalsRewriter(store, locks, log),
     batchSize: cfg.ingest.batchSize,
     waitMs: cfg.ingest.batchWaitMs,
     concurrency,

@@ -6,7 +6,7 @@ import type { NormalizedReport } from './normalize.js';
 import { prepareReport, type Prepared } from './prepare.js';
 import type { HeldLocks, Locks } from '../locks/target-locks.js';
 import { countReports, ingestBatchDuration, ingestLag } from '../observability/metrics.js';
-import { TotalsRewriter } from './totals.js';
+import type { TotalsRewriter } from './totals.js';
 
 /**
  * Gathers queue jobs into batches: each job waits here until its report has been applied with a
@@ -44,6 +44,8 @@ export interface BatcherOptions {
   concurrency: number;
   maxEventAgeDays: number;
   log: Logger;
+  /** The findings lists' totals, rewritten after a batch that changed a status (one rewriter per process). */
+  totals: TotalsRewriter;
   /** Called after each committed batch (the data version bump). */
   onCommitted?: (result: BatchResult) => Promise<void>;
   /**
@@ -74,11 +76,8 @@ export class ReportBatcher {
   private timer: NodeJS.Timeout | undefined;
   private running = 0;
   private idle: (() => void)[] = [];
-  private readonly totals: TotalsRewriter;
 
-  constructor(private readonly opts: BatcherOptions) {
-    this.totals = new TotalsRewriter(opts.store, opts.locks, opts.log);
-  }
+  constructor(private readonly opts: BatcherOptions) {}
 
   submit(job: JobLike): Promise<JobOutcome> {
     const prepared = this.prepare(job.data);
@@ -107,16 +106,6 @@ export class ReportBatcher {
       this.pending.push({ jobId: job.id, enqueuedAt: job.enqueuedAt, report: prepared.report, recovery, resolve, reject });
       this.schedule(this.pending.length >= this.opts.batchSize ? 0 : this.opts.waitMs);
     });
-  }
-
-  /** Rewrites the findings lists' totals (at start: a process that died between a batch and its rewrite). */
-  rewriteTotals(): Promise<void> {
-    return this.totals.request();
-  }
-
-  /** Stops retrying a failed rewrite of the totals (the process is shutting down). */
-  close(): void {
-    this.totals.close();
   }
 
   /** Resolves once nothing is pending or in flight. */
@@ -194,7 +183,7 @@ export class ReportBatcher {
     } catch (err) {
       const { log } = this.opts;
       // Its findings may be written: their totals must not wait for a retry that may never come.
-      void this.totals.request();
+      void this.opts.totals.request();
       const outage = err instanceof SimulatedCrash || !(await this.opts.store.ping());
       if (outage) {
         log.warn('batch failed; its jobs will be retried', { jobs: entries.length, err });
@@ -252,7 +241,7 @@ export class ReportBatcher {
     // a status change moves them (a severity change moves a finding within its status). A retry
     // may find its findings written by a failed attempt whose changes were never summed: one in
     // a process that died (a failure in this one rewrites them in applyIsolating).
-    if (result.counts.statusChanges > 0 || recovery) await this.totals.request();
+    if (result.counts.statusChanges > 0 || recovery) await this.opts.totals.request();
     await this.opts.onCommitted?.(result).catch((err) => log.warn('post-commit hook failed', { err }));
     await this.opts
       .notify?.(result, { recovery, reports: entries.map((e) => e.report) })

@@ -1,0 +1,11 @@
+import { TotalsRewriter } from '../../src/ingest/totals.js';
+import { ProcessLocks } from '../../src/locks/target-locks.js';
+import type { Logger } from '../../src/log.js';
+import type { Store } from '../../src/storage/gateway.js';
+import { silentLogger } from '../../src/log.js';
+
+/** What a batcher or the database API needs to write into a store this process owns alone: its locks and its one rewriter of the totals. */
+export function ownedStore(store: Store, log: Logger = silentLogger): { locks: ProcessLocks; totals: TotalsRewriter } {
+  const locks = new ProcessLocks();
+  return { locks, totals: new TotalsRewriter(store, locks, log) };
+}
