@@ -73,7 +73,7 @@ export async function issueTargetFinding(api: ApiContext, scope: CallerScope, is
 }
 
 /** Whose MTTR (SPEC §6.8): findings of a base, or of a source's whole family; none for an unknown entity. */
-export type MttrOf = { base: FindingBase } | { familyId: string } | undefined;
+type MttrOf = { base: FindingBase } | { familyId: string } | undefined;
 
 /**
  * Per-entity MTTR in days, rounded to 2 decimals; 404 without closed periods (SPEC §6.8). Only the

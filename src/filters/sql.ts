@@ -1,6 +1,7 @@
 import { targetId } from '../domain/ids.js';
 import { NEVER } from '../domain/time.js';
 import type { FindingFilters } from './params.js';
+import { slaCondition } from '../sla/sql.js';
 
 /**
  * SQL fragments of the finding filters and of a finding's state at an instant (SPEC §4, §5.5),
@@ -136,7 +137,7 @@ export function targetScope(s: Scope, column = 'target_id'): Sql {
 }
 
 /** The rows a query reads (a FROM clause body) and the conditions selecting its scope among them. */
-export interface ScopedRows {
+interface ScopedRows {
   from: string;
   scope: Sql;
   /**
@@ -212,7 +213,7 @@ export const whereClause = (sql: Sql) => (sql.where.length > 0 ? `WHERE ${sql.wh
 /** All of SPEC §5.5 for findings lists. */
 export function findingConditions(f: FindingFilters, now: number): ScopedRows {
   const rows = findingsIn(f);
-  const filters = merge(labelsAndScores(f), statusAndTime(f, now));
+  const filters = merge(labelsAndScores(f), statusAndTime(f, now), slaCondition(f, sqlAt(f.atDate ?? now)));
   return {
     from: rows.from,
     scope: merge(rows.scope, filters),

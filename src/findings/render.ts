@@ -1,11 +1,11 @@
 import { formatInstant, wholeHours } from '../domain/time.js';
 import { NIL_UUID } from '../domain/uuid.js';
 import { SOURCE_NAME } from '../domain/ids.js';
-import type { Issue } from '../issues/queries.js';
-import type { Source } from '../sources/queries.js';
-import type { Target } from '../targets/queries.js';
+import { severityOf } from '../domain/severity.js';
+import { DEFAULT_SLA_POLICY, type SlaPolicy, slaDueAt } from '../sla/policy.js';
 import type { FindingEventRow } from './queries.js';
 import type { FindingWithContext, StoredFinding } from './rows.js';
+import type { FindingBody, FindingEventBody } from './schema.js';
 
 /**
  * Finding objects (SPEC §6.1): state and exposures at the request's reference instant (SPEC §4.2),
@@ -13,17 +13,13 @@ import type { FindingWithContext, StoredFinding } from './rows.js';
  * teams, all read with the finding (findingPage, findingsByKeys).
  */
 
-export interface Exposure {
-  status: 'OPEN' | 'FIXED';
-  total_exposure: number;
-  current_exposure?: number;
-}
+type Exposure = Pick<FindingBody, 'status' | 'total_exposure' | 'current_exposure'>;
 
 /**
  * SPEC §4.2 at instant T. With `atDate`, the status is the state at T; without, the finding's
  * current status (§3.5) with exposures run to now.
  */
-export function exposureAt(row: Pick<StoredFinding, 'found' | 'fixed' | 'status'>, t: number, atDate: boolean): Exposure {
+function exposureAt(row: Pick<StoredFinding, 'found' | 'fixed' | 'status'>, t: number, atDate: boolean): Exposure {
   let total = 0;
   let openSince: number | undefined;
   row.found.forEach((found, i) => {
@@ -41,41 +37,44 @@ export function exposureAt(row: Pick<StoredFinding, 'found' | 'fixed' | 'status'
   return out;
 }
 
-export interface Finding {
-  id: string;
-  affected_resource: string;
-  details: string;
-  impact_details: string;
-  status: 'OPEN' | 'FIXED';
-  score: number;
-  total_exposure: number;
-  current_exposure?: number;
-  resources: unknown[];
-  issue: Issue;
-  target: Target;
-  teams: string[];
-  source: Source;
+type ResourceGroups = FindingBody['resources'];
+
+/** SPEC §12.1: the deadline of the period OPEN at t, by the severity of the current score. */
+function slaDueText(row: Pick<StoredFinding, 'found' | 'fixed' | 'score'>, ref: FindingReference): string | null {
+  const due = slaDueAt(row, severityOf(row.score), ref.t, ref.slaPolicy ?? DEFAULT_SLA_POLICY);
+  return due === null ? null : formatInstant(due);
 }
 
-const parseResources = (text: string | undefined): unknown[] => {
+/** Resources as stored: the resource groups of a report validated at ingestion (src/queue/contract.ts). */
+const parseResources = (text: string | undefined): ResourceGroups => {
   const value = text ? (JSON.parse(text) as unknown) : [];
-  return Array.isArray(value) ? value : [];
+  return Array.isArray(value) ? (value as ResourceGroups) : [];
 };
 
-export function renderFindings(rows: FindingWithContext[], ref: { t: number; atDate: boolean }): Finding[] {
+/**
+ * The reference instant t (atDate, or now) and the SLA policy (SLA_DAYS; the default when not
+ * given) that `sla_due` is judged by.
+ */
+export interface FindingReference {
+  t: number;
+  atDate: boolean;
+  slaPolicy?: SlaPolicy | undefined;
+}
+
+export function renderFindings(rows: FindingWithContext[], ref: FindingReference): FindingBody[] {
   return rows.map((row) => {
     const event = row.latest;
-    const target: Target = { id: row.target_id, identifier: row.identifier, teams: row.teams };
     return {
       id: row.id,
       affected_resource: event?.affected_resource_string || row.affected_resource,
       details: event?.details ?? '',
       impact_details: event?.impact_details ?? '',
       ...exposureAt(row, ref.t, ref.atDate),
+      sla_due: slaDueText(row, ref),
       score: row.score,
       resources: parseResources(event?.resources),
       issue: row.issue,
-      target,
+      target: { id: row.target_id, identifier: row.identifier, teams: row.teams },
       teams: [...row.teams],
       source: {
         // Without its latest event (a batch's retry still to write it) the source is unknown; its id
@@ -93,7 +92,7 @@ export function renderFindings(rows: FindingWithContext[], ref: { t: number; atD
   });
 }
 
-export function renderEvent(e: FindingEventRow) {
+export function renderEvent(e: FindingEventRow): FindingEventBody {
   return {
     id: e.id,
     finding_id: e.finding_id,

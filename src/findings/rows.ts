@@ -1,5 +1,6 @@
 import { NIL_UUID } from '../domain/uuid.js';
 import type { IssueBody } from '../issues/schema.js';
+import type { SourceBody } from '../sources/schema.js';
 
 /** What the findings statements (page.ts) read, and the shape the render step takes. */
 
@@ -16,13 +17,13 @@ export interface StoredFinding {
 }
 
 /** The current attributes of a finding: its latest FOUND event's payload and source (SPEC §3.5.6). */
-export interface LatestEvent {
+interface LatestEvent {
   details: string;
   impact_details: string;
   resources: string;
   affected_resource_string: string;
   source_id: string;
-  source_name: string;
+  source_name: SourceBody['name'];
   component: string;
   instance: string;
   options: string;
@@ -77,7 +78,8 @@ export function withContext(r: ContextRow): FindingWithContext {
             resources: r.latest_resources,
             affected_resource_string: r.latest_affected_resource_string,
             source_id: r.latest_source_id,
-            source_name: r.latest_source_name,
+            // Every source stored is the scanner's (src/domain/ids.ts SOURCE_NAME).
+            source_name: r.latest_source_name as SourceBody['name'],
             component: r.latest_component,
             instance: r.latest_instance,
             options: r.latest_options,

@@ -7,7 +7,7 @@ import { targetSchema } from '../targets/schema.js';
 /** Response schemas of the finding endpoints (SPEC §6.1, §6.2, §6.8, §6.9). */
 
 /** A resource group of a report, renamed as the original exposed it (SPEC §3.2). */
-export const resourceGroupSchema = z
+const resourceGroupSchema = z
   .object({
     name: z.string().describe('Name of the group'),
     attributes: z.array(z.string()).describe('Column names (the report\'s "header")'),
@@ -16,9 +16,9 @@ export const resourceGroupSchema = z
   .strict()
   .describe('A table of affected resources');
 
-export const findingStatusSchema = z.enum(['OPEN', 'FIXED']).describe('OPEN or FIXED');
+const findingStatusSchema = z.enum(['OPEN', 'FIXED']).describe('OPEN or FIXED');
 
-export const findingSchema = z
+const findingSchema = z
   .object({
     id: entityIdSchema.describe('Finding id'),
     affected_resource: z
@@ -30,6 +30,10 @@ export const findingSchema = z
     score: z.number().min(0).max(10).describe('Score of the latest detection (CVSS-like, 0–10)'),
     total_exposure: countSchema.describe('Whole hours OPEN, over every period, up to the reference instant'),
     current_exposure: countSchema.optional().describe('Whole hours since the current OPEN period started; present only when OPEN'),
+    sla_due: z
+      .string()
+      .nullable()
+      .describe('RFC 3339: remediation deadline of the period OPEN at the reference instant; null when not OPEN then or no SLA (SPEC §12.1)'),
     resources: z.array(resourceGroupSchema).describe('Resources of the latest detection'),
     issue: issueSchema,
     target: targetSchema,
@@ -51,7 +55,7 @@ export const findingListResponse = z
   .strict()
   .describe('A page of findings');
 
-export const findingEventSchema = z
+const findingEventSchema = z
   .object({
     id: entityIdSchema.describe('Event id'),
     finding_id: entityIdSchema.describe('Finding detected'),

@@ -42,6 +42,3 @@ export const errorBodySchema = z
   })
   .strict()
   .describe('Error response of the database API');
-
-export type Pagination = z.infer<typeof paginationSchema>;
-export type ErrorBody = z.infer<typeof errorBodySchema>;

@@ -11,7 +11,7 @@ import type { Store } from '../storage/gateway.js';
 import { answerCached, normalisedParams, type ResponseCache } from '../cache/response-cache.js';
 import { authorizeGlobal, authorizeTeam, callerOf } from './auth.js';
 import { metricsErrors } from './errors.js';
-import { metricQuery, requestedTeams } from './schema.js';
+import { metricQuery, requestedTeams } from './params.js';
 
 /**
  * The metric endpoints (SPEC §8.3): each metric per team (`/teams/{team_id}/stats/…`) and

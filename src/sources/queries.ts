@@ -2,34 +2,19 @@ import { formatInstant } from '../domain/time.js';
 import type { Paging } from '../filters/params.js';
 import { merge, whereClause, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
+import type { SourceBody } from './schema.js';
 import { byId, PAGE_LIMIT, type PageOf, readPage } from '../storage/paged.js';
 
 /** Source objects (SPEC §2.3, §6.1). */
 
-export interface Source {
-  id: string;
-  name: string;
-  component: string;
-  instance: string;
-  options: string;
-  time: string;
-  target_id: string;
-}
-
-interface SourceRow extends Omit<Source, 'time'> {
+interface SourceRow extends Omit<SourceBody, 'time'> {
   epoch: number;
   family_id: string;
 }
 
 const COLUMNS = 'id, name, component, instance, options, toUInt32(time) AS epoch, target_id, family_id';
 
-const toSource = ({ epoch, family_id: _family, ...rest }: SourceRow): Source => ({ ...rest, time: formatInstant(epoch) });
-
-export async function sourcesByIds(store: Store, ids: string[]): Promise<Map<string, Source>> {
-  if (ids.length === 0) return new Map();
-  const rows = await store.query<SourceRow>(`SELECT DISTINCT ${COLUMNS} FROM sources WHERE id IN {ids:Array(UUID)}`, { ids });
-  return new Map(rows.map((r) => [r.id, toSource(r)]));
-}
+const toSource = ({ epoch, family_id: _family, ...rest }: SourceRow): SourceBody => ({ ...rest, time: formatInstant(epoch) });
 
 /**
  * One source with its family (for the family's MTTR). `visibleTargets` (the caller's scope,
@@ -39,14 +24,14 @@ export async function sourceById(
   store: Store,
   id: string,
   visibleTargets: Sql = { where: [], params: {} },
-): Promise<(Source & { familyId: string }) | undefined> {
+): Promise<(SourceBody & { familyId: string }) | undefined> {
   const where = merge({ where: ['id = {id:UUID}'], params: { id } }, visibleTargets);
   const [row] = await store.query<SourceRow>(`SELECT ${COLUMNS} FROM sources ${whereClause(where)} LIMIT 1`, where.params);
   return row ? { ...toSource(row), familyId: row.family_id } : undefined;
 }
 
 /** Sources by time, then id (SPEC §5.4). */
-export async function sourcePage(store: Store, page: Paging, visibleTargets: Sql = { where: [], params: {} }): Promise<PageOf<Source>> {
+export async function sourcePage(store: Store, page: Paging, visibleTargets: Sql = { where: [], params: {} }): Promise<PageOf<SourceBody>> {
   const where = whereClause(visibleTargets);
   const result = await readPage<SourceRow>(
     store,

@@ -1,15 +1,14 @@
 import { SEVERITIES, type Severity } from '../domain/severity.js';
 import { countsIn, findingsIn, labelsAndScores, merge, targetScope, whereClause, type Scope } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
-
-export type AssetStats = Record<Severity | 'total', number>;
+import type { AssetStatsBody } from './schema.js';
 
 /**
  * SPEC §7.7: the targets in scope, and those with at least one currently OPEN finding (of the
  * given labels) counted once each in the severity of their highest open score. Without labels the
  * materialized counts per target answer it.
  */
-export async function assetStats(store: Store, f: Scope & { labels?: string[] | undefined }): Promise<AssetStats> {
+export async function assetStats(store: Store, f: Scope & { labels?: string[] | undefined }): Promise<AssetStatsBody> {
   const targets = targetScope(f, 'id');
   const [total] = await store.query<{ n: number }>(`SELECT count() AS n FROM targets FINAL ${whereClause(targets)}`, targets.params);
   let rows: { severity: Severity; n: number }[];
@@ -34,7 +33,7 @@ export async function assetStats(store: Store, f: Scope & { labels?: string[] | 
       sql.params,
     );
   }
-  const out = { total: total?.n ?? 0 } as AssetStats;
+  const out = { total: total?.n ?? 0 } as AssetStatsBody;
   for (const s of SEVERITIES) out[s] = rows.find((r) => r.severity === s)?.n ?? 0;
   return out;
 }

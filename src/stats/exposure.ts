@@ -2,22 +2,14 @@ import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, whereClause,
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
 import { round2 } from './numbers.js';
+import type { PercentilesBody } from './schema.js';
 
 /**
  * Exposure percentiles (SPEC §7.5, §7.6, §7.8). quantilesExactInclusive interpolates linearly
  * between closest ranks with h = p × (n − 1), which is SPEC §7.8's definition.
  */
 
-export interface Percentiles {
-  percentile_10: number;
-  percentile_25: number;
-  percentile_50: number;
-  percentile_75: number;
-  percentile_90: number;
-  mean: number;
-}
-
-async function percentilesOf(store: Store, valueSql: string, from: string, where: Sql): Promise<Percentiles> {
+async function percentilesOf(store: Store, valueSql: string, from: string, where: Sql): Promise<PercentilesBody> {
   const [row] = await store.query<{ q: number[]; mean: number; n: number }>(
     `SELECT quantilesExactInclusive(0.1, 0.25, 0.5, 0.75, 0.9)(v) AS q, avg(v) AS mean, count() AS n
      FROM (SELECT toFloat64(${valueSql}) AS v FROM ${from} ${whereClause(where)})`,
@@ -35,7 +27,7 @@ async function percentilesOf(store: Store, valueSql: string, from: string, where
 }
 
 /** §7.5: total_exposure(T) of every finding in scope that exists at T (T = now or atDate). */
-export function totalExposureStats(store: Store, f: StatFilters, now: number): Promise<Percentiles> {
+export function totalExposureStats(store: Store, f: StatFilters, now: number): Promise<PercentilesBody> {
   const rows = findingsIn(f);
   const scope = merge(rows.scope, labelsAndScores(f));
   if (f.atDate !== undefined) {
@@ -47,7 +39,7 @@ export function totalExposureStats(store: Store, f: StatFilters, now: number): P
 }
 
 /** §7.6: current_exposure(T) of every finding in scope that is OPEN at T. */
-export function currentExposureStats(store: Store, f: StatFilters, now: number): Promise<Percentiles> {
+export function currentExposureStats(store: Store, f: StatFilters, now: number): Promise<PercentilesBody> {
   const rows = findingsIn(f);
   const scope = merge(rows.scope, labelsAndScores(f));
   if (f.atDate !== undefined) {

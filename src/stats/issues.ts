@@ -1,15 +1,11 @@
 import type { Paging } from '../filters/params.js';
 import { findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
 import { NEVER } from '../domain/time.js';
-import { issuesByIds, type Issue } from '../issues/queries.js';
+import { issuesByIds } from '../issues/queries.js';
 import type { Store } from '../storage/gateway.js';
 import { byId, PAGE_LIMIT, type PageOf, pageCanHoldRows, pageParams, pagination, readPage, toldTotal } from '../storage/paged.js';
 import type { StatFilters } from './filters.js';
-
-export interface IssueStat extends Issue {
-  open: number;
-  fixed: number;
-}
+import type { IssueStatBody } from './schema.js';
 
 /**
  * SPEC §7.3: for each issue with at least one counted finding, its counted findings currently OPEN
@@ -17,7 +13,7 @@ export interface IssueStat extends Issue {
  * in [L, U). `team`/`teams` (the scope of a caller restricted to its teams, src/auth/scope.ts)
  * count only their targets' findings.
  */
-export function issueStats(store: Store, f: StatFilters, page: Paging): Promise<PageOf<IssueStat>> {
+export function issueStats(store: Store, f: StatFilters, page: Paging): Promise<PageOf<IssueStatBody>> {
   const filtered = [f.minScore, f.maxScore, f.minDate, f.maxDateEnd, f.team, f.teams].some((v) => v !== undefined);
   return filtered ? filteredIssueStats(store, f, page) : currentIssueStats(store, page);
 }
@@ -34,7 +30,7 @@ interface IssueCounts {
  */
 const PER_ISSUE = `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n FROM issue_finding_counts GROUP BY issue_id HAVING open_n + fixed_n > 0)`;
 
-async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<IssueStat>> {
+async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<IssueStatBody>> {
   const counted = pageCanHoldRows(page)
     ? await store.query<IssueCounts & { page_total: number }>(
         `SELECT issue_id AS id, open_n AS open, fixed_n AS fixed, count() OVER () AS page_total
@@ -64,7 +60,7 @@ async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<Iss
 }
 
 /** With scores, dates or teams, the selected findings' latest versions are grouped by issue. */
-function filteredIssueStats(store: Store, f: StatFilters, page: Paging): Promise<PageOf<IssueStat>> {
+function filteredIssueStats(store: Store, f: StatFilters, page: Paging): Promise<PageOf<IssueStatBody>> {
   const rows = findingsIn({ team: f.team, teams: f.teams });
   let sql = merge(rows.scope, labelsAndScores({ minScore: f.minScore, maxScore: f.maxScore }));
   if (f.minDate !== undefined || f.maxDateEnd !== undefined) {
@@ -82,7 +78,7 @@ function filteredIssueStats(store: Store, f: StatFilters, page: Paging): Promise
            FROM ${rows.from} ${whereClause(sql)}
            GROUP BY issue_id
        ) AS c ON c.issue_id = i.id`;
-  return readPage<IssueStat>(
+  return readPage<IssueStatBody>(
     store,
     {
       page: `SELECT i.id AS id, summary, cwe_id, description, recommendations, reference_links, labels, open, fixed

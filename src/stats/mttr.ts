@@ -4,15 +4,14 @@ import { NEVER } from '../domain/time.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
 import { round2 } from './numbers.js';
-
-export type MttrStats = Record<Severity | 'total', number>;
+import type { MttrStatsBody } from './schema.js';
 
 /**
  * SPEC §7.4: mean TTR (whole hours per closed period) of the findings in scope, by severity and in
  * total; with dates only periods fixed in [L, U). Without dates the per-finding sums stored with
  * each finding are enough; with dates each finding's periods fixed in the range are summed.
  */
-export async function mttrStats(store: Store, f: StatFilters): Promise<MttrStats> {
+export async function mttrStats(store: Store, f: StatFilters): Promise<MttrStatsBody> {
   const rowsIn = findingsIn(f);
   const scope = merge(rowsIn.scope, labelsAndScores(f));
   let rows: { severity: Severity; hours: number; periods: number }[];
@@ -34,7 +33,7 @@ export async function mttrStats(store: Store, f: StatFilters): Promise<MttrStats
       params,
     );
   }
-  const out = { total: 0 } as MttrStats;
+  const out = { total: 0 } as MttrStatsBody;
   let hours = 0;
   let periods = 0;
   for (const s of SEVERITIES) {

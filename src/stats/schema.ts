@@ -111,3 +111,8 @@ export const currentExposureStatsResponse = z
   .object({ current_exposure: percentilesSchema.describe('Current exposure of every finding in scope OPEN at the reference instant') })
   .strict()
   .describe('Current exposure statistic');
+
+export type IssueStatBody = z.infer<typeof issueStatSchema>;
+export type MttrStatsBody = z.infer<typeof mttrStatsSchema>;
+export type AssetStatsBody = z.infer<typeof assetStatsSchema>;
+export type PercentilesBody = z.infer<typeof percentilesSchema>;

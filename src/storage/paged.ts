@@ -9,7 +9,7 @@ import type { QueryParams, Store } from './gateway.js';
  * database API answers 404 "Page Not Found".
  */
 
-export interface Pagination {
+interface Pagination {
   limit: number;
   offset: number;
   total: number;
@@ -32,7 +32,7 @@ export class PageNotFound extends Error {
 /** The end of every page statement; pageParams binds it. */
 export const PAGE_LIMIT = 'LIMIT {pageLimit:UInt32} OFFSET {pageOffset:UInt64}';
 
-export const offsetOf = (page: Paging) => (page.page - 1) * page.size;
+const offsetOf = (page: Paging) => (page.page - 1) * page.size;
 
 export const pageParams = (page: Paging) => ({ pageLimit: page.size, pageOffset: offsetOf(page) });
 

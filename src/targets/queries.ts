@@ -2,7 +2,7 @@ import type { Paging } from '../filters/params.js';
 import { merge, targetScope, whereClause, type Scope, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import { teamsOf, teamsOfSql } from '../teams/associations.js';
-import { byId, pagedQuery, type PageOf } from '../storage/paged.js';
+import { byId, PAGE_LIMIT, type PageOf, readPage } from '../storage/paged.js';
 
 export interface Target {
   id: string;
@@ -42,12 +42,17 @@ async function withTeams(store: Store, page: PageOf<{ id: string; identifier: st
   return { pagination: page.pagination, rows: page.rows.map((r) => ({ ...r, teams: teams.get(r.id) ?? [] })) };
 }
 
-function targetList(store: Store, where: Sql, page: Paging): Promise<PageOf<Target>> {
-  return pagedQuery<{ id: string; identifier: string }>(
+async function targetList(store: Store, where: Sql, page: Paging): Promise<PageOf<Target>> {
+  const targets = await readPage<{ id: string; identifier: string }>(
     store,
-    { select: 'id, identifier', from: 'targets FINAL', where: whereClause(where), orderBy: byId(), params: where.params },
+    {
+      page: `SELECT id, identifier FROM targets FINAL ${whereClause(where)} ORDER BY ${byId()} ${PAGE_LIMIT}`,
+      count: `SELECT count() AS n FROM targets FINAL ${whereClause(where)}`,
+    },
+    where.params,
     page,
-  ).then((p) => withTeams(store, p));
+  );
+  return withTeams(store, targets);
 }
 
 /** GET /targets (SPEC §6.5): team, teams and identifier filters apply to the target itself. */

@@ -1,15 +1,11 @@
 import Router from '@koa/router';
-import { canSee, scopeOf, targetsInScope, withinScope } from '../auth/scope.js';
+import { answerFindingList, answerMttr, issuesOfTargetList, issueTargetFinding } from '../answers.js';
+import { canSee, scopeOf, withinScope } from '../auth/scope.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
 import { findingListQuery, pageQuery, paging, parseQuery, toFilters } from '../filters/params.js';
-import { mttrScope } from '../findings/queries.js';
-import { answerFindingList, mttrResponse } from '../findings/routes.js';
 import { readJsonBody } from '../http/body.js';
 import type { ApiContext } from '../http/context.js';
-import { emptyPage } from '../storage/paged.js';
-import { issueTargetFinding } from '../issues/routes.js';
-import { issuesOfTarget } from '../issues/queries.js';
 import { describeIssues } from '../queue/contract.js';
 import { LockTimeout, type Locks } from '../locks/target-locks.js';
 import type { Logger } from '../log.js';
@@ -43,14 +39,7 @@ export function targetRoutes(
   });
 
   router.get('/targets/:id/issues', async (ctx) => {
-    const page = pageQuery(ctx.query, api);
-    const id = ctx.params.id!;
-    if (!isUuid(id)) {
-      ctx.body = { pagination: emptyPage(page), issues: [] };
-      return;
-    }
-    const result = await issuesOfTarget(api.store, id, page, targetsInScope(scopeOf(ctx)));
-    ctx.body = { pagination: result.pagination, issues: result.rows };
+    ctx.body = await issuesOfTargetList(api, scopeOf(ctx), ctx.params.id!, pageQuery(ctx.query, api));
   });
 
   router.get('/targets/:id/issues/:issue', async (ctx) => {
@@ -63,7 +52,7 @@ export function targetRoutes(
 
   router.get('/targets/:id/mttr', async (ctx) => {
     const id = ctx.params.id!;
-    ctx.body = await mttrResponse(api, scopeOf(ctx), isUuid(id) ? mttrScope.base({ targetId: id }) : undefined);
+    ctx.body = await answerMttr(api, scopeOf(ctx), isUuid(id) ? { base: { targetId: id } } : undefined);
   });
 
   router.post('/targets', async (ctx) => {
