@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, QueryTimeout, type Store } from '../src/storage/gateway.js';
+import { openStore, type Store } from '../src/storage/gateway.js';
+import { QueryTimeout } from '../src/storage/store-errors.js';
 import { migrate } from '../src/storage/migrate.js';
 import { testDataDir, testStoreConfig } from './support/engine.js';
 import { ADMIN_TOKEN, METRICS_SECRET } from './support/metrics.js';

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { ApiError, dbErrors, type ErrorRenderer } from '../errors.js';
 import type { Logger } from '../log.js';
-import { QueryTimeout, StoreError } from '../storage/gateway.js';
+import { QueryTimeout, StoreError } from '../storage/store-errors.js';
 import { PageNotFound } from '../storage/paged.js';
 
 /**

@@ -1,7 +1,8 @@
 import { nowSeconds } from '../domain/time.js';
 import type { Logger } from '../log.js';
 import { ingestBatch, SimulatedCrash, type BatchResult, type WriteStep } from './batch.js';
-import { StoreError, type Store } from '../storage/gateway.js';
+import type { Store } from '../storage/gateway.js';
+import { StoreError } from '../storage/store-errors.js';
 import type { NormalizedReport } from './normalize.js';
 import { prepareReport, type Prepared } from './prepare.js';
 import type { HeldLocks, Locks } from '../locks/target-locks.js';

@@ -1,0 +1,127 @@
+import type { ClickHouseSettings } from '@clickhouse/client';
+import { QueryTimeout } from './store-errors.js';
+
+/**
+ * Statement time limits (SPEC §5.6: `StoreConfig.queryTimeoutMs`, or a statement's own). What
+ * each mechanism covers:
+ *
+ * - The engine's `max_execution_time` (seconds, fractional), sent with every statement as what is
+ *   left of its budget when the engine gets it. The engine checks it between blocks of work and
+ *   stops with TIMEOUT_EXCEEDED, which frees it: this is what cancels a long statement, in both
+ *   modes. A server takes it per request; the embedded adapter turns it into a `SET` before the
+ *   statement, which stays in the session, so once any statement carried a limit every later one
+ *   carries its own (0: none).
+ * - Server mode: a client-side abort (`abort_signal`) shortly after the deadline, for what the
+ *   engine does not count: a server that does not answer, the transfer of its answer, work that
+ *   does not check the clock. The caller hears at the deadline.
+ * - Embedded mode: the engine runs one statement at a time per connection. chdb's abort cannot
+ *   interrupt the engine, it only settles the call early; and chdb dispatches a statement without
+ *   parameters at once, so one aborted while queued behind a slow statement would still run after
+ *   it, keeping the engine busy for nobody (chdb skips aborted statements only in its own queue
+ *   of parameterised ones). So statements take turns here (Turns) and are not given chdb's
+ *   abort: the caller stops waiting at the deadline, a statement whose time ran out while it
+ *   waited never reaches the engine, and the next one starts when the engine is really free
+ *   (within the engine's limit of the one before).
+ */
+
+/** Past the deadline, the engine has this long to report its own timeout before the call is aborted. */
+export const ABORT_GRACE_MS = 100;
+
+export interface Limits {
+  clickhouse_settings?: ClickHouseSettings;
+  abort_signal?: AbortSignal;
+}
+
+/** Hands one client call the settings and signal of its statement's time limit. */
+export type Exec = <R>(call: (limits: Limits) => Promise<R>) => Promise<R>;
+
+/**
+ * The embedded engine's statements, one after the other (see above), in two lanes: a statement of
+ * the ingest worker (a `prioritized()` store) goes before the ordinary ones waiting, so that API
+ * load, which can keep several statements queued at any moment, never starves ingestion; between
+ * two statements of a batch (its work in JavaScript) the queued API statements have the engine.
+ */
+class Turns {
+  #busy = false;
+  readonly #lanes: [(() => void)[], (() => void)[]] = [[], []];
+
+  /**
+   * Starts `start` when the engine is free and no statement of a higher lane waits, unless `signal`
+   * fired first; the answer settles when `start`'s does or when `signal` fires.
+   */
+  take<R>(signal: AbortSignal | undefined, start: () => Promise<R>, urgent = false): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      let settled = false;
+      const settle = (done: () => void) => {
+        signal?.removeEventListener('abort', giveUp);
+        if (!settled) {
+          settled = true;
+          done();
+        }
+      };
+      const giveUp = () => settle(() => reject(new Error('time limit reached before the engine answered')));
+      signal?.addEventListener('abort', giveUp, { once: true });
+      const run = () => {
+        // Its time ran out while it waited: it never reaches the engine.
+        if (signal?.aborted) return this.#next();
+        Promise.resolve()
+          .then(start)
+          .then(
+            (value) => settle(() => resolve(value)),
+            (err: unknown) => settle(() => reject(err)),
+          )
+          .finally(() => this.#next());
+      };
+      this.#lanes[urgent ? 0 : 1].push(run);
+      if (!this.#busy) this.#next();
+    });
+  }
+
+  #next(): void {
+    const run = this.#lanes[0].shift() ?? this.#lanes[1].shift();
+    this.#busy = run !== undefined;
+    run?.();
+  }
+}
+
+/** TIMEOUT_EXCEEDED, or TOO_SLOW when the engine projects the statement past its limit. */
+function engineTimeout(err: unknown): boolean {
+  const { code, type } = err as { code?: unknown; type?: unknown };
+  return code === '159' || code === '160' || type === 'TIMEOUT_EXCEEDED' || type === 'TOO_SLOW';
+}
+
+/**
+ * The time limit runner of one store: `limited(ms, work)` runs `work` under a limit of `ms`
+ * (undefined: the store's; 0: none), `work` handing each client call to `exec`.
+ */
+export function timeLimits(mode: 'embedded' | 'server', storeMs: number | undefined) {
+  const turns = mode === 'embedded' ? new Turns() : undefined;
+  // Whether a statement carried a limit yet: from then on the embedded session holds one.
+  let sent = storeMs !== undefined;
+  return async <T>(ms: number | undefined, work: (exec: Exec) => Promise<T>, urgent = false): Promise<T> => {
+    const budget = ms ?? storeMs ?? 0;
+    if (budget === 0) {
+      const limits: Limits = sent ? { clickhouse_settings: { max_execution_time: 0 } } : {};
+      return work((call) => (turns ? turns.take(undefined, () => call(limits), urgent) : call(limits)));
+    }
+    sent = true;
+    const deadline = performance.now() + budget;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), budget + ABORT_GRACE_MS);
+    const start = <R>(call: (limits: Limits) => Promise<R>): Promise<R> => {
+      const left = Math.ceil(deadline - performance.now());
+      if (left <= 0) return Promise.reject(new QueryTimeout(budget));
+      const settings = { max_execution_time: left / 1000 };
+      return call(turns ? { clickhouse_settings: settings } : { clickhouse_settings: settings, abort_signal: controller.signal });
+    };
+    try {
+      return await work((call) => (turns ? turns.take(controller.signal, () => start(call), urgent) : start(call)));
+    } catch (err) {
+      if (err instanceof QueryTimeout) throw err;
+      if (controller.signal.aborted || engineTimeout(err)) throw new QueryTimeout(budget, { cause: err });
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
