@@ -11,6 +11,8 @@ import { within } from './domain/deadline.js';
 import { ReportBatcher, type BatcherOptions } from './ingest/batcher.js';
 import { TotalsRewriter } from './ingest/totals.js';
 import { startIngestWorkers } from './ingest/worker.js';
+import { notificationsQueue } from './notifications/emit.js';
+import { startNotifications, type Notifications, type NotificationsOptions } from './notifications/worker.js';
 import { TargetLocks, type Locks } from './locks/target-locks.js';
 import type { Logger } from './log.js';
 import { createMetricsApi } from './metrics/app.js';
@@ -36,6 +38,8 @@ export interface ServiceOptions {
   faults?: BatcherOptions['faults'];
   /** "now" in epoch seconds for the APIs; tests fix it. */
   now?: () => number;
+  /** Webhook delivery knobs (tests shorten the backoff and the periodic check's interval). */
+  notifications?: NotificationsOptions;
 }
 
 export interface Service {
@@ -121,7 +125,7 @@ async function openMigratedStore(config: Config, log: Logger): Promise<Store> {
 }
 
 /** The worker role: the batcher and the BullMQ workers that feed it, on a connection of their own. */
-function startIngest(s: Shared): { batcher: ReportBatcher; workers: Worker[]; connection: Redis } {
+function startIngest(s: Shared, notify?: Notifications['notify']): { batcher: ReportBatcher; workers: Worker[]; connection: Redis } {
   const { config, log } = s;
   const batcher = new ReportBatcher({
     // Its statements go first to the embedded engine, which API requests share (README, Design).
@@ -134,6 +138,7 @@ function startIngest(s: Shared): { batcher: ReportBatcher; workers: Worker[]; co
     log: log.child({ component: 'ingest' }),
     totals: s.totals,
     onCommitted: () => s.dataVersion.bump('batch committed'),
+    ...(notify ? { notify } : {}),
     ...(s.opts.faults ? { faults: s.opts.faults } : {}),
   });
   const connection = workerConnection(config.redisUrl);
@@ -229,13 +234,26 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' })),
   };
 
-  const ingest = opts.worker ? startIngest(shared) : undefined;
+  // Webhooks (SPEC §9.1) belong to the worker role, on a connection apart from the ingest workers'.
+  const notifyConnection = opts.worker ? workerConnection(config.redisUrl) : undefined;
+  const notifications = notifyConnection
+    ? startNotifications({
+        store,
+        redis,
+        connection: notifyConnection,
+        names,
+        log: log.child({ component: 'notifications' }),
+        slaPolicy: config.slaPolicy,
+        options: opts.notifications,
+      })
+    : undefined;
+  const ingest = opts.worker ? startIngest(shared, notifications?.notify) : undefined;
   const queue = opts.api ? checksQueue(redis, names) : undefined;
   const apis = queue ? await startApis(shared, queue) : undefined;
   if (apis) log.info('APIs listening', { database: apis.dbApiUrl, metrics: apis.metricsApiUrl });
 
   // Every process, whatever its roles, can be watched and probed.
-  const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names)];
+  const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names), notificationsQueue(redis, names)];
   const admin = await startAdmin({ store, redis, queues: boardQueues, log }, config.admin.port, config.admin.host);
   log.info('admin listening', { metrics: `${admin.url}/metrics`, ready: `${admin.url}/readyz`, queues: `${admin.url}${QUEUE_BOARD_PATH}` });
 
@@ -250,9 +268,11 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       }
       // No more retries of a failed rewrite: the process is going away.
       shared.totals.close();
+      // After the batches: their last events are enqueued by then.
+      await notifications?.close();
       await closeServer(admin.server);
       await Promise.all(boardQueues.map((q) => q.close()));
-      await Promise.allSettled([redis.quit(), ingest?.connection.quit()]);
+      await Promise.allSettled([redis.quit(), ingest?.connection.quit(), notifyConnection?.quit()]);
       await store.close();
       log.info('stopped');
     })());
