@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { makeDecision } from '../src/decisions/store.js';
 import { ingestBatch } from '../src/ingest/batch.js';
 import { rewriteTotals } from '../src/ingest/totals.js';
 import { ProcessLocks } from '../src/locks/target-locks.js';
@@ -49,6 +50,8 @@ const arbHistory = fc.record({
   duplicated: fc.array(fc.nat(), { maxLength: 3 }),
   order: fc.array(fc.nat(), { minLength: 13, maxLength: 13 }),
   batchSizes: fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 13, maxLength: 13 }),
+  // Triage decisions made between delivery B's batches: [after which batch, on which finding].
+  decisions: fc.array(fc.tuple(fc.nat({ max: 12 }), fc.nat()), { maxLength: 4 }),
 });
 
 function toRaw(spec: ReportChoice, i: number) {
@@ -70,8 +73,11 @@ function normalize(raw: Record<string, unknown>): NormalizedReport {
   return p.report;
 }
 
-async function deliver(store: Store, batches: Record<string, unknown>[][]) {
-  for (const batch of batches) await ingestBatch(store, batch.map(normalize), { now: 1_800_000_000 });
+async function deliver(store: Store, batches: Record<string, unknown>[][], between?: (batch: number) => Promise<void>) {
+  for (const [i, batch] of batches.entries()) {
+    await ingestBatch(store, batch.map(normalize), { now: 1_800_000_000 });
+    await between?.(i);
+  }
   // What the batcher does after its batches (src/ingest/batcher.ts).
   await rewriteTotals(store, new ProcessLocks());
 }
@@ -108,10 +114,27 @@ describe('ingestion is independent of arrival order', () => {
           i += size;
         }
         await emptyStore(b);
-        await deliver(b, batches);
+        // Decisions are kept apart from the scan history (SPEC §12.3): made between B's batches,
+        // they change nothing that the reports produce.
+        let decided = 0;
+        await deliver(b, batches, async (i) => {
+          for (const [after, pick] of h.decisions) {
+            if (after !== i) continue;
+            const found = await b.query<{ id: string; target: string }>(
+              'SELECT toString(id) AS id, toString(target_id) AS target FROM findings FINAL ORDER BY id',
+            );
+            const f = found[pick % Math.max(found.length, 1)];
+            if (!f) continue;
+            const kind = pick % 2 === 0 ? 'false_positive' : 'accepted_risk';
+            const input = { decision: kind, reason: 'property', expiresAt: kind === 'accepted_risk' ? 1_900_000_000 : null } as const;
+            await makeDecision(b, { id: f.id, targetId: f.target }, input, 'tester', 1_709_251_200_000 + decided++);
+          }
+        });
 
         const [sa, sb] = [await snapshot(a), await snapshot(b)];
         expect(sb).toEqual(sa);
+        const [kept] = await b.query<{ n: number }>('SELECT count() AS n FROM finding_decisions');
+        expect(kept!.n).toBe(decided);
         expect(sa.sizes!.sources).toBe(raws.length);
         expect(sa.sizes!.events).toBe(sa.sizes!.distinct_events);
         // The materialized counts agree with the findings they summarise.
@@ -146,6 +169,7 @@ describe('ingestion is independent of arrival order', () => {
                 1191656468,
               ],
               batchSizes: [1, 2, 3, 1, 1, 2, 2, 3, 1, 3, 4, 4, 3],
+              decisions: [[0, 1]],
             },
           ],
         ],
