@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLE_MAX_REPORTS } from '../src/queue/contract.js';
 import { enqueueBundles } from '../src/queue/producer.js';
-import type { WriteStep } from '../src/ingest/batch.js';
+import type { WriteStep } from '../src/ingest/batch-writes.js';
 import { report, V, worked } from './support/reports.js';
 import { json, startTestService, type TestService } from './support/service.js';
 import { contextFromHistory, snapshot, storedContext } from './support/snapshot.js';

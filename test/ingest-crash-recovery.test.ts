@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { WriteStep } from '../src/ingest/batch.js';
+import type { WriteStep } from '../src/ingest/batch-writes.js';
 import { report, V, worked } from './support/reports.js';
 import { json, startTestService, type TestService } from './support/service.js';
 import { contextFromHistory, snapshot, storedContext } from './support/snapshot.js';

@@ -4,10 +4,8 @@ import { nextFindingRow, type FindingRow, type FindingState } from './finding-st
 import { extendPair, groupBy, groupPairs, rebuildPair, reportsFinding, type Pair } from './derive.js';
 import { compareRank, type DetectionRank, type NormalizedReport } from './normalize.js';
 import type { FamilySource } from './periods.js';
-import { bestClaims, detectionRows, eventRows, issueObjectRows, issueRows, latestEventRow } from './rows.js';
 import * as q from './queries.js';
-import { reconcileDerived } from './reconcile.js';
-import { teamsOf } from '../teams/associations.js';
+import { type BatchCounts, type WriteStep, writeBatch } from './batch-writes.js';
 import { TimeSlices } from '../time-slices.js';
 
 /**
@@ -20,19 +18,14 @@ import { TimeSlices } from '../time-slices.js';
  * report, equal times, or a batch retrying half-written work — rebuilds that family's periods
  * from its full stored history. Both give the same result (test/ingest-order.property.test.ts).
  *
- * Writes go targets → issues → events → findings → sources. A source row marks its report as
- * ingested, so a crash before the last write leaves the report to be processed again; the retry
- * (recovery mode) rebuilds every pair from history and skips events already written. Each step
- * also writes what pages show of its entities (sql/0012): target and issue objects after the rows
- * they derive from, and the latest FOUND events within the events insert; a retry rewrites them
- * all for the batch's targets, issues and findings.
+ * The writes (src/ingest/batch-writes.ts) end with the sources, which mark the reports as
+ * ingested: a crash before leaves them to a retry (recovery mode), which rebuilds every pair from
+ * history and skips what was written.
  *
  * The derivation's loops give the event loop a turn every few milliseconds (src/time-slices.ts):
  * other batches in flight, and API requests in a single-process service, hand their statements to
  * the engine meanwhile instead of waiting for the whole batch's derivation.
  */
-
-export type WriteStep = 'targets' | 'issues' | 'events' | 'findings' | 'sources';
 
 export interface BatchOptions {
   /** Some report of the batch may have been half applied by an earlier attempt. */
@@ -46,24 +39,9 @@ export type ReportOutcome = 'ingested' | 'duplicate';
 
 export interface BatchResult {
   outcomes: ReportOutcome[];
-  counts: {
-    reports: number;
-    events: number;
-    findingVersions: number;
-    /** Finding versions whose status differs from the one they replace (new findings included). */
-    statusChanges: number;
-    targets: number;
-    issues: number;
-  };
+  counts: BatchCounts;
   /** The finding versions whose status differs from the one they replace (the notifications' status events). */
   statusChanged: FindingRow[];
-}
-
-export class SimulatedCrash extends Error {
-  constructor(step: WriteStep) {
-    super(`simulated crash after writing ${step}`);
-    this.name = 'SimulatedCrash';
-  }
 }
 
 const unique = <T>(xs: Iterable<T>) => [...new Set(xs)];
@@ -122,11 +100,11 @@ async function applyLatestEvents(
   return won;
 }
 
-export async function ingestBatch(store: Store, reports: NormalizedReport[], opts: BatchOptions = {}): Promise<BatchResult> {
-  const now = opts.now ?? nowSeconds();
-  const recovery = opts.recovery ?? false;
-
-  // §3.6: a report whose duplicate key is already stored (or earlier in this batch) is ignored.
+/** §3.6: a report whose duplicate key is already stored (or earlier in this batch) is ignored. */
+async function dropDuplicates(
+  store: Store,
+  reports: NormalizedReport[],
+): Promise<{ outcomes: ReportOutcome[]; fresh: NormalizedReport[] }> {
   const known = await q.existingSourceIds(store, unique(reports.map((r) => r.sourceId)));
   const seen = new Set<string>();
   const fresh: NormalizedReport[] = [];
@@ -136,24 +114,29 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
     fresh.push(r);
     return 'ingested';
   });
-  const counts = { reports: fresh.length, events: 0, findingVersions: 0, statusChanges: 0, targets: 0, issues: 0 };
-  if (fresh.length === 0) return { outcomes, counts, statusChanged: [] };
+  return { outcomes, fresh };
+}
 
-  const targets = unique(fresh.map((r) => r.targetId));
+/** The batch's (target, family) pairs and the stored findings they can change. */
+async function loadState(store: Store, fresh: NormalizedReport[], targets: string[], recovery: boolean) {
   const families = unique(fresh.map((r) => r.familyId));
   const pairs = groupPairs(fresh, await q.familyHeads(store, targets, families), recovery);
-  const slow = pairs.filter((p) => !p.fast);
-
   const states = await q.loadFindings(store, {
     targets,
     ids: unique(fresh.flatMap((r) => r.detections.map((d) => d.findingId))),
     openFamilies: unique(pairs.filter((p) => p.fast).map((p) => p.familyId)),
-    anyFamilies: unique(slow.map((p) => p.familyId)),
+    anyFamilies: unique(pairs.filter((p) => !p.fast).map((p) => p.familyId)),
   });
+  return { pairs, states };
+}
 
-  // New findings, and the latest FOUND event of each finding this batch detects.
+/** Adds the findings first detected here to `states`; returns the latest FOUND event of each finding detected. */
+async function detectedFindings(
+  fresh: NormalizedReport[],
+  states: Map<string, FindingState>,
+  slices: TimeSlices,
+): Promise<Map<string, { rank: DetectionRank; score: number }>> {
   const newest = new Map<string, { rank: DetectionRank; score: number }>();
-  const slices = new TimeSlices();
   for (const r of fresh) {
     if (slices.due) await slices.turn();
     for (const d of r.detections) {
@@ -172,128 +155,58 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
       if (!known || compareRank(rank, known.rank) > 0) newest.set(d.findingId, { rank, score: d.score });
     }
   }
+  return newest;
+}
 
+/**
+ * Derives each pair's periods: extended at their end (fast pairs) or rebuilt from the family's
+ * full history, its sources and who reported what (slow pairs).
+ */
+async function derivePeriods(store: Store, pairs: Pair[], states: Map<string, FindingState>, slices: TimeSlices): Promise<void> {
   const byTarget = groupBy(states.values(), (s) => s.targetId);
-  const onTarget = (p: Pair, keep: (s: FindingState) => boolean) =>
-    (byTarget.get(p.targetId) ?? []).filter((s) => keep(s) || p.reports.some((r) => reportsFinding(r, s.id)));
-
-  // Slow pairs need the family's full history: its sources and who reported what.
+  const candidates = (p: Pair) =>
+    (byTarget.get(p.targetId) ?? []).filter((s) => s.familyPeriods.has(p.familyId) || p.reports.some((r) => reportsFinding(r, s.id)));
+  const slow = pairs.filter((p) => !p.fast);
   let storedSources = new Map<string, FamilySource[]>();
   const storedReporters = new Map<string, Set<string>>();
   if (slow.length > 0) {
-    const slowTargets = unique(slow.map((p) => p.targetId));
     const slowFamilies = unique(slow.map((p) => p.familyId));
-    const sources = await q.familySources(store, slowTargets, slowFamilies);
+    const sources = await q.familySources(store, unique(slow.map((p) => p.targetId)), slowFamilies);
     storedSources = groupBy(sources, (s) => q.pairKey(s.targetId, s.familyId));
-    const candidateIds = unique(slow.flatMap((p) => onTarget(p, (s) => s.familyPeriods.has(p.familyId)).map((s) => s.id)));
+    const candidateIds = unique(slow.flatMap((p) => candidates(p).map((s) => s.id)));
     for (const e of await q.familyEvents(store, candidateIds, slowFamilies)) {
       storedReporters.set(e.findingId, (storedReporters.get(e.findingId) ?? new Set()).add(e.sourceId));
     }
   }
-
   for (const pair of pairs) {
     if (slices.due) await slices.turn();
-    if (pair.fast) {
-      extendPair(
-        pair,
-        onTarget(pair, (s) => s.familyPeriods.has(pair.familyId)),
-      );
-    } else {
-      const candidates = onTarget(pair, (s) => s.familyPeriods.has(pair.familyId));
-      rebuildPair(pair, candidates, storedSources.get(q.pairKey(pair.targetId, pair.familyId)) ?? [], storedReporters);
-    }
+    if (pair.fast) extendPair(pair, candidates(pair));
+    else rebuildPair(pair, candidates(pair), storedSources.get(q.pairKey(pair.targetId, pair.familyId)) ?? [], storedReporters);
   }
+}
 
+export async function ingestBatch(store: Store, reports: NormalizedReport[], opts: BatchOptions = {}): Promise<BatchResult> {
+  const now = opts.now ?? nowSeconds();
+  const recovery = opts.recovery ?? false;
+  const { outcomes, fresh } = await dropDuplicates(store, reports);
+  const counts: BatchCounts = { reports: fresh.length, events: 0, findingVersions: 0, statusChanges: 0, targets: 0, issues: 0 };
+  if (fresh.length === 0) return { outcomes, counts, statusChanged: [] };
+
+  const targets = unique(fresh.map((r) => r.targetId));
+  const { pairs, states } = await loadState(store, fresh, targets, recovery);
+  const slices = new TimeSlices();
+  const newest = await detectedFindings(fresh, states, slices);
+  await derivePeriods(store, pairs, states, slices);
   const latestWon = await applyLatestEvents(store, states, newest, pairs, slices);
   const becameLatest = (findingId: string, rank: DetectionRank) =>
     latestWon.has(findingId) && compareRank(newest.get(findingId)!.rank, rank) === 0;
 
   const findingRows: FindingRow[] = [];
-  const statusChanged: FindingRow[] = [];
   for (const s of states.values()) {
     if (slices.due) await slices.turn();
     const row = nextFindingRow(s, now);
     if (row) findingRows.push(row);
   }
-
-  // Writes, in commit order.
-  const step = async (name: WriteStep, write: () => Promise<void>) => {
-    await write();
-    if (opts.crashAfter === name) throw new SimulatedCrash(name);
-  };
-  await step('targets', async () => {
-    const existing = await q.existingTargetIds(store, targets);
-    const identifiers = new Map(fresh.map((r) => [r.targetId, r.identifier]));
-    const created = [...identifiers].filter(([id]) => !existing.has(id));
-    counts.targets = created.length;
-    await store.insert(
-      'targets',
-      created.map(([id, identifier]) => ({ id, identifier, created_at: now })),
-    );
-    // A target's object has its teams: none for a target created here, unless associated before it
-    // was (team associations can precede a target's first report).
-    const described = recovery ? [...identifiers] : created;
-    if (described.length > 0) {
-      const teams = await teamsOf(
-        store,
-        described.map(([id]) => id),
-      );
-      await store.insert(
-        'target_objects',
-        described.map(([id, identifier]) => ({ id, identifier, teams: teams.get(id) ?? [] })),
-      );
-    }
-  });
-  await step('issues', async () => {
-    const best = bestClaims(fresh);
-    const stored = await q.issueWinners(store, [...best.keys()]);
-    const rows = issueRows(best, stored);
-    counts.issues = rows.length;
-    await store.insert('issue_claims', rows);
-    await store.insert('issue_objects', issueObjectRows(best, stored, recovery));
-  });
-  await step('events', async () => {
-    let keep: ((findingId: string, sourceId: string) => boolean) | undefined;
-    if (recovery) {
-      const all = eventRows(fresh, becameLatest);
-      const existing = await q.existingEventIds(
-        store,
-        unique(all.map((e) => e.finding_id)),
-        all.map((e) => e.id),
-      );
-      const written = all.filter((e) => existing.has(e.id));
-      // By the ids hashed above rather than hashing each detection's again.
-      const writtenKeys = new Set(written.map((e) => `${e.finding_id}/${e.source_id}`));
-      keep = (findingId, sourceId) => !writtenKeys.has(`${findingId}/${sourceId}`);
-      // A latest event written by the earlier attempt may not have reached finding_latest_events.
-      await store.insert('finding_latest_events', written.filter((e) => e.became_latest === 1).map(latestEventRow));
-    }
-    const rows = detectionRows(fresh, becameLatest, keep);
-    counts.events = rows.reduce((n, r) => n + r.finding_ids.length, 0);
-    await store.insert('report_detections', rows);
-  });
-  await step('findings', async () => {
-    counts.findingVersions = findingRows.length;
-    for (const r of findingRows) if (r.status !== r.prev_status) statusChanged.push(r);
-    counts.statusChanges = statusChanged.length;
-    await store.insert('findings', findingRows);
-    // A retry may follow a process killed between this insert and its views' pushes.
-    if (recovery) await reconcileDerived(store, targets);
-  });
-  await step('sources', async () => {
-    await store.insert(
-      'sources',
-      fresh.map((r) => ({
-        id: r.sourceId,
-        family_id: r.familyId,
-        target_id: r.targetId,
-        name: r.name,
-        component: r.component,
-        instance: r.instance,
-        options: r.options,
-        time: r.time,
-      })),
-    );
-  });
-  return { outcomes, counts, statusChanged };
+  await writeBatch(store, { fresh, targets, findingRows, becameLatest, recovery, now, crashAfter: opts.crashAfter }, counts);
+  return { outcomes, counts, statusChanged: findingRows.filter((r) => r.status !== r.prev_status) };
 }

@@ -1,6 +1,7 @@
 import { nowSeconds } from '../domain/time.js';
 import type { Logger } from '../log.js';
-import { ingestBatch, SimulatedCrash, type BatchResult, type WriteStep } from './batch.js';
+import { ingestBatch, type BatchResult } from './batch.js';
+import { SimulatedCrash, type WriteStep } from './batch-writes.js';
 import type { Store } from '../storage/gateway.js';
 import { StoreError } from '../storage/store-errors.js';
 import type { NormalizedReport } from './normalize.js';
