@@ -36,7 +36,9 @@ export async function answerFindingList(
   requested: FindingFilters,
   page: Paging,
 ) {
-  const filters = withinScope(scopeOf(ctx), requested);
+  // The policy judges `sla=` (and only joins the filters with it: an unfiltered list keeps its kept total).
+  const scoped = withinScope(scopeOf(ctx), requested);
+  const filters = scoped.sla !== undefined ? { ...scoped, slaPolicy: api.slaPolicy } : scoped;
   const request = {
     endpoint: 'findings',
     scope: JSON.stringify(base ?? null),
@@ -47,8 +49,8 @@ export async function answerFindingList(
     const now = api.now();
     if (!base) return { pagination: emptyPage(page), findings: [] };
     const result = await findingPage(api.store, base, filters, page, now);
-    const ref = filters.atDate !== undefined ? { t: filters.atDate, atDate: true } : { t: now, atDate: false };
-    return { pagination: result.pagination, findings: renderFindings(result.rows, ref) };
+    const at = filters.atDate !== undefined ? { t: filters.atDate, atDate: true } : { t: now, atDate: false };
+    return { pagination: result.pagination, findings: renderFindings(result.rows, { ...at, slaPolicy: api.slaPolicy }) };
   });
 }
 
@@ -57,7 +59,7 @@ export async function oneFinding(api: ApiContext, scope: CallerScope, id: string
   if (!id || !isUuid(id)) throw dbErrors.notFound();
   const [row] = await findingsByKeys(api.store, await findingKeys(api.store, [id]));
   if (!row || !canSee(scope, row.teams)) throw dbErrors.notFound();
-  const [finding] = renderFindings([row], { t: api.now(), atDate: false });
+  const [finding] = renderFindings([row], { t: api.now(), atDate: false, slaPolicy: api.slaPolicy });
   return { finding };
 }
 

@@ -18,6 +18,7 @@ import { useLinearQuery } from './http/query.js';
 import type { Logger } from './log.js';
 import type { TokenKeys } from './metrics/keys.js';
 import { statsRoutes } from './stats/routes.js';
+import { DEFAULT_SLA_POLICY, type SlaPolicy } from './sla/policy.js';
 import type { Store } from './storage/gateway.js';
 import type { Locks } from './locks/target-locks.js';
 import { targetRoutes } from './targets/routes.js';
@@ -45,6 +46,8 @@ export interface DbApiDeps {
   cache?: CacheSettings | undefined;
   /** DB_API_AUTH=jwt: bearer tokens verified with these keys (SPEC §5.1, src/auth/db-api.ts); none: open. */
   auth?: TokenKeys | undefined;
+  /** Remediation deadlines (SPEC §12.1, SLA_DAYS); none: the default policy. */
+  slaPolicy?: SlaPolicy | undefined;
 }
 
 export function createDbApi(deps: DbApiDeps): Koa {
@@ -63,6 +66,7 @@ export function createDbApi(deps: DbApiDeps): Koa {
     pageSizeMax: deps.pageSizeMax,
     now: deps.now ?? nowSeconds,
     cache: deps.cache ? new ResponseCache('db', deps.cache, deps.log) : undefined,
+    slaPolicy: deps.slaPolicy ?? DEFAULT_SLA_POLICY,
   };
   const routers = [
     checkRoutes({ queue: deps.queue, maxReportBytes: deps.maxReportBytes, log: deps.log }),

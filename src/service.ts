@@ -186,6 +186,7 @@ async function startApis(s: Shared, queue: Queue): Promise<{ servers: http.Serve
     onTeamsChanged: () => s.dataVersion.bump('teams associated'),
     // SPEC §5.1: the metrics API's tokens, when DB_API_AUTH=jwt.
     auth: config.dbApiAuth === 'jwt' ? tokens : undefined,
+    slaPolicy: config.slaPolicy,
   });
   const metricsApi = createMetricsApi({
     store,
@@ -193,6 +194,7 @@ async function startApis(s: Shared, queue: Queue): Promise<{ servers: http.Serve
     keys: tokens,
     cache: { redis, names },
     ...(opts.now ? { now: opts.now } : {}),
+    slaPolicy: config.slaPolicy,
   });
   if (config.dbApiPort === config.metricsApiPort && config.dbApiPort !== 0) {
     // One port serves both route sets (SPEC §10).

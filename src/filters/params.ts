@@ -2,6 +2,7 @@ import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
 import { ApiError, dbErrors } from '../errors.js';
 import { addDays, parseDate } from '../domain/time.js';
+import { SLA_FILTERS, type SlaFilter, type SlaPolicy } from '../sla/policy.js';
 
 /**
  * Query parameters of the database API (SPEC §5.2–§5.5), parsed with one zod schema per endpoint
@@ -32,6 +33,10 @@ export interface FindingFilters {
   identifiers?: string[];
   labels?: string[];
   sortBy?: 'score' | '-score';
+  /** SPEC §12.1: OPEN at the reference instant and past (breached) or not past (within) its deadline. */
+  sla?: SlaFilter;
+  /** The policy `sla` is judged by (SLA_DAYS): set with `sla` by the answer, never from a request. */
+  slaPolicy?: SlaPolicy;
 }
 
 const PRECEDENCE = [
@@ -42,6 +47,7 @@ const PRECEDENCE = [
   'Malformed Score',
   'Malformed Boolean',
   'Invalid Status',
+  'Invalid SLA',
 ];
 
 // A repeated parameter counts by its first value; an empty value is absent.
@@ -113,6 +119,9 @@ const baseFields = {
   identifiers: optional(list).describe('Comma-separated target identifiers (exact)'),
   labels: optional(list).describe("Comma-separated labels: the finding's issue has at least one of them"),
   sortBy: optional(z.string()).describe('score or -score (default: ascending id)'),
+  sla: optional(z.enum(SLA_FILTERS, { error: 'Invalid SLA' })).describe(
+    'breached or within: OPEN at the reference instant and past, or not past, its remediation deadline (SPEC §12.1)',
+  ),
 } as const;
 
 export type FieldName = keyof typeof baseFields;
@@ -194,6 +203,7 @@ export const FINDING_LIST_PARAMS = [
   'identifiers',
   'labels',
   'sortBy',
+  'sla',
 ] as const satisfies readonly FieldName[];
 
 /** Validates a findings list request (SPEC §5.2, §4.4) into filters and paging. */
@@ -223,5 +233,6 @@ export function toFilters(q: ParsedFilterFields): FindingFilters {
   if (q.identifiers !== undefined && q.identifiers.length > 0) f.identifiers = q.identifiers;
   if (q.labels !== undefined && q.labels.length > 0) f.labels = q.labels;
   if (q.sortBy === 'score' || q.sortBy === '-score') f.sortBy = q.sortBy;
+  if (q.sla !== undefined) f.sla = q.sla;
   return f;
 }

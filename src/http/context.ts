@@ -1,6 +1,7 @@
 import type { ResponseCache } from '../cache/response-cache.js';
 import type { PageLimits } from '../filters/params.js';
 import type { Store } from '../storage/gateway.js';
+import type { SlaPolicy } from '../sla/policy.js';
 
 /** What every database API route needs: the store, page size limits, the clock, the response cache. */
 export interface ApiContext extends PageLimits {
@@ -9,4 +10,6 @@ export interface ApiContext extends PageLimits {
   now: () => number;
   /** Redis cache of findings lists; without it every answer is computed. */
   cache?: ResponseCache | undefined;
+  /** Remediation deadlines (SPEC §12.1, SLA_DAYS): `sla_due`, `sla=` and /stats/sla. */
+  slaPolicy: SlaPolicy;
 }

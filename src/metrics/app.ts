@@ -11,6 +11,7 @@ import { authenticate } from './auth.js';
 import { ResponseCache, type CacheSettings } from '../cache/response-cache.js';
 import type { TokenKeys } from './keys.js';
 import { metricRoutes } from './routes.js';
+import { DEFAULT_SLA_POLICY, type SlaPolicy } from '../sla/policy.js';
 import { metricsErrors } from './errors.js';
 import { observeRequests } from '../observability/requests.js';
 import { webhookRoutes } from '../notifications/routes.js';
@@ -48,6 +49,8 @@ export interface MetricsApiDeps {
   cache?: CacheSettings | undefined;
   /** "now" in epoch seconds for the statistics; tests fix it. Tokens are checked on the real clock. */
   now?: () => number;
+  /** Remediation deadlines (SPEC §12.1, SLA_DAYS) of /stats/sla; none: the default policy. */
+  slaPolicy?: SlaPolicy | undefined;
 }
 
 export function createMetricsApi(deps: MetricsApiDeps): Koa {
@@ -68,6 +71,7 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
     now: deps.now ?? nowSeconds,
     authenticate: verified,
     cache: deps.cache ? new ResponseCache('metrics', deps.cache, deps.log) : undefined,
+    slaPolicy: deps.slaPolicy ?? DEFAULT_SLA_POLICY,
   });
   const webhooks = webhookRoutes({ store: deps.store, authenticate: verified });
   mountRoutes(app, [health, metrics, webhooks], metricsErrors, METRICS_PREFIX);

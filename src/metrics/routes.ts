@@ -7,6 +7,8 @@ import { findingCounts } from '../stats/counts.js';
 import { currentExposureStats, totalExposureStats } from '../stats/exposure.js';
 import type { StatFilters } from '../stats/filters.js';
 import { mttrStats } from '../stats/mttr.js';
+import { slaStats } from '../stats/sla.js';
+import type { SlaPolicy } from '../sla/policy.js';
 import type { Store } from '../storage/gateway.js';
 import { answerCached, normalisedParams, type ResponseCache } from '../cache/response-cache.js';
 import { authorizeGlobal, authorizeTeam, callerOf } from './auth.js';
@@ -28,7 +30,7 @@ interface Metric {
   key: string;
   params: readonly FieldName[];
   rejectAtDate?: boolean;
-  compute: (store: Store, f: StatFilters, now: number) => Promise<unknown>;
+  compute: (store: Store, f: StatFilters, now: number, slaPolicy: SlaPolicy) => Promise<unknown>;
   /** Whether the answer for these filters depends on "now" (shorter cache lifetime). */
   clockDependent: (f: StatFilters) => boolean;
 }
@@ -87,6 +89,15 @@ export const METRICS: readonly Metric[] = [
     compute: (store, f) => assetStats(store, f),
     clockDependent: () => false,
   },
+  {
+    name: 'sla',
+    path: 'stats/sla',
+    key: 'sla',
+    params: COUNT_PARAMS,
+    compute: (store, f, now, slaPolicy) => slaStats(store, f, now, slaPolicy),
+    // Open and breached findings are counted at now unless atDate.
+    clockDependent: (f) => f.atDate === undefined,
+  },
 ];
 
 export interface MetricRouteDeps {
@@ -94,13 +105,15 @@ export interface MetricRouteDeps {
   now: () => number;
   authenticate: Middleware;
   cache: ResponseCache | undefined;
+  /** Remediation deadlines (SPEC §12.1, SLA_DAYS) of /stats/sla. */
+  slaPolicy: SlaPolicy;
 }
 
 export function metricRoutes(deps: MetricRouteDeps): Router {
   const router = new Router();
 
   const answer = async (ctx: Context, metric: Metric, scope: string, filters: StatFilters) => {
-    const compute = async () => ({ [metric.key]: await metric.compute(deps.store, filters, deps.now()) });
+    const compute = async () => ({ [metric.key]: await metric.compute(deps.store, filters, deps.now(), deps.slaPolicy) });
     const request = { endpoint: metric.name, scope, params: normalisedParams(filters), clockDependent: metric.clockDependent(filters) };
     await answerCached(ctx, deps.cache, request, compute);
   };

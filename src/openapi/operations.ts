@@ -15,6 +15,7 @@ import {
   mttrStatsResponse,
   openStatsResponse,
   sizeStatsResponse,
+  slaStatsResponse,
 } from '../stats/schema.js';
 import { associateTeamsBody, targetListResponse, targetResponse } from '../targets/schema.js';
 
@@ -78,6 +79,9 @@ const list = (path: string, tag: string, summary: string, response: z.ZodType, p
   errors: [400, 404],
 });
 /** The findings lists (SPEC §6.2–§6.5), which all go through the response cache. */
+const SLA_SUMMARY =
+  'Remediation SLA by severity (SLA_DAYS): findings OPEN and breached at the reference instant, periods fixed (in the range) and fixed within their deadline, compliance';
+
 const findingList = (path: string, tag: string, summary: string): Operation => ({
   ...list(path, tag, summary, findingListResponse, FINDING_LIST_PARAMS),
   cached: true,
@@ -191,6 +195,7 @@ export const dbOperations: Operation[] = [
     'teams',
     'labels',
   ]),
+  stat('/stats/sla', SLA_SUMMARY, slaStatsResponse, STAT_COUNT_PARAMS),
 
   {
     method: 'post',
@@ -233,6 +238,7 @@ const METRIC_DOCS: Record<string, { summary: string; response: z.ZodType }> = {
   },
   current_exposure: { summary: 'Current exposure percentiles of the OPEN findings, in hours', response: currentExposureStatsResponse },
   assets: { summary: 'Targets in scope and the vulnerable ones by highest open severity', response: assetStatsResponse },
+  sla: { summary: SLA_SUMMARY, response: slaStatsResponse },
 };
 
 const IGNORED = 'Parameters not listed are ignored without validation';

@@ -9,6 +9,10 @@ export type SlaPolicy = BySeverity<number | null>;
 
 export const DEFAULT_SLA_DAYS = 'critical=7,high=30,medium=90,low=180';
 
+/** The `sla=` values of findings lists (SPEC §12.1). */
+export const SLA_FILTERS = ['breached', 'within'] as const;
+export type SlaFilter = (typeof SLA_FILTERS)[number];
+
 /** A deadline past 100 years is no deadline a team works to; it also keeps found_at + days in range. */
 const MAX_DAYS = 36_500;
 

@@ -1,5 +1,5 @@
 import type { Sql } from '../filters/sql.js';
-import { slaSeconds, type SlaPolicy } from './policy.js';
+import { DEFAULT_SLA_POLICY, type SlaFilter, slaSeconds, type SlaPolicy } from './policy.js';
 
 /**
  * SQL fragments of SPEC §12.1 over the columns of `findings` (and its team copy): the period
@@ -35,7 +35,14 @@ export const sla = {
       AND NOT (${applies} AND ${T(t)} >= toInt64(f) + ${allowed}), found_at, fixed_at)`,
 };
 
-/** The `sla=` filter of findings lists at the reference instant bound as `t` (SPEC §12.1). */
-export function slaFilter(state: 'breached' | 'within', policy: SlaPolicy, t: string): Sql {
-  return { where: [state === 'breached' ? sla.breachedAt(t) : sla.withinAt(t)], params: slaParams(policy) };
+/**
+ * The `sla=` filter of findings lists (SPEC §12.1) at the reference instant `at` (ClickHouse
+ * DateTime text: atDate, or now); nothing without `sla`.
+ */
+export function slaCondition(f: { sla?: SlaFilter | undefined; slaPolicy?: SlaPolicy | undefined }, at: string): Sql {
+  if (f.sla === undefined) return { where: [], params: {} };
+  return {
+    where: [f.sla === 'breached' ? sla.breachedAt('slaAt') : sla.withinAt('slaAt')],
+    params: { ...slaParams(f.slaPolicy ?? DEFAULT_SLA_POLICY), slaAt: at },
+  };
 }

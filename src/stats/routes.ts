@@ -9,6 +9,7 @@ import { currentExposureStats, totalExposureStats } from './exposure.js';
 import type { StatFilters } from './filters.js';
 import { issueStats } from './issues.js';
 import { mttrStats } from './mttr.js';
+import { slaStats } from './sla.js';
 import { storeSize } from './size.js';
 
 /**
@@ -70,6 +71,10 @@ export function statsRoutes(api: ApiContext): Router {
   router.get('/stats/exposure/current', async (ctx) => {
     const f = statFilters(['atDate', 'minScore', 'maxScore', 'team', 'teams', 'labels'], ctx);
     ctx.body = { current_exposure: await currentExposureStats(api.store, f, api.now()) };
+  });
+
+  router.get('/stats/sla', async (ctx) => {
+    ctx.body = { sla: await slaStats(api.store, statFilters(COUNT_PARAMS, ctx), api.now(), api.slaPolicy) };
   });
 
   return router;

@@ -87,6 +87,30 @@ export const assetStatsSchema = z
 /** GET /stats/assets. */
 export const assetStatsResponse = z.object({ assets: assetStatsSchema }).strict().describe('Assets statistic');
 
+const slaDays = z.number().int().min(1).nullable();
+const ratio = z.number().min(0).max(1).nullable();
+const withTotal = <T extends z.ZodType>(value: T, what: string, total: string) =>
+  z
+    .object({ ...bySeverity(value, what), total: value.describe(total) })
+    .strict()
+    .describe(what);
+
+/** SPEC §12.2: remediation SLA at the reference instant and over the fixed periods. */
+export const slaStatsSchema = z
+  .object({
+    policy_days: z.object(bySeverity(slaDays, 'Days allowed (null: no SLA)')).strict().describe('The policy (SLA_DAYS)'),
+    open: withTotal(countSchema, 'Findings OPEN at the reference instant', 'Every severity'),
+    breached: withTotal(countSchema, 'Findings OPEN and past their deadline at the reference instant (0 without SLA)', 'Every severity'),
+    fixed: withTotal(countSchema, 'Closed periods fixed in the range (or before the reference instant)', 'Every severity'),
+    fixed_within: withTotal(countSchema.nullable(), 'Of those, fixed by their deadline (null without SLA)', 'Severities with an SLA'),
+    compliance: withTotal(ratio, 'fixed_within / fixed, 4 decimals (null without SLA or without fixes)', 'Severities with an SLA'),
+  })
+  .strict()
+  .describe('Remediation SLA by severity');
+
+/** GET /stats/sla. */
+export const slaStatsResponse = z.object({ sla: slaStatsSchema }).strict().describe('SLA statistic');
+
 /** SPEC §7.5/§7.6/§7.8: continuous percentiles with linear interpolation, and the mean. */
 export const percentilesSchema = z
   .object({
