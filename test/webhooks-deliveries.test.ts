@@ -3,7 +3,7 @@ import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliveryJobId, NOTIFICATIONS_QUEUE } from '../src/queue/contract.js';
 import { ADMIN_TOKEN, METRICS_SECRET } from './support/metrics.js';
-import { report } from './support/reports.js';
+import { report, type VulnSpec } from './support/reports.js';
 import { json, startTestService, type TestService } from './support/service.js';
 import { hmac, startReceiver, type Receiver, type Received } from './support/webhook-receiver.js';
 
@@ -17,7 +17,7 @@ const TEAM_B = randomUUID();
 const SECRET = 'receiver-secret-1';
 const v1 = { summary: 'Webhook issue one', score: 7.5, details: 'one' };
 const v2 = { summary: 'Webhook issue two', score: 4.0, details: 'two' };
-const scan = (checkId: string, target: string, endTime: string, vulnerabilities: object[]) =>
+const scan = (checkId: string, target: string, endTime: string, vulnerabilities: VulnSpec[]) =>
   report({ check_id: checkId, target, end_time: endTime, vulnerabilities });
 
 let svc: TestService;

@@ -32,7 +32,8 @@ const httpUrl = z
     { error: 'url: must be an http or https URL' },
   );
 
-const subscriptionBody = z.object(
+/** SPEC §9.1: the body of POST /webhooks. */
+export const subscriptionBody = z.object(
   {
     url: httpUrl,
     secret: z.string({ error: 'secret: must be a string' }).max(1024, { error: 'secret: at most 1024 characters' }).nullish(),

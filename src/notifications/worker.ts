@@ -6,6 +6,7 @@ import { deliveryJobSchema, NOTIFICATIONS_QUEUE } from '../queue/contract.js';
 import type { RedisNames } from '../queue/redis.js';
 import type { Store } from '../storage/gateway.js';
 import { batchNotifier } from './batch-events.js';
+import { decisionExpiries } from './decision-expiries.js';
 import { deliver, DELIVERY_TIMEOUT_MS } from './deliver.js';
 import { dispatch, type DeliveryTuning } from './dispatch.js';
 import { notificationsQueue } from './emit.js';
@@ -27,7 +28,7 @@ export interface NotificationsOptions {
   checkIntervalMs?: number;
   /** Epoch seconds of the periodic check; tests move it. */
   now?: () => number;
-  /** Further periodic checks (decision expiries: src/notifications/decision-expiries.ts). */
+  /** Further periodic checks, run with the SLA breaches and the decision expiries. */
   checks?: PeriodicCheck[];
 }
 
@@ -94,7 +95,7 @@ export function startNotifications(deps: {
     });
   });
 
-  const checks: PeriodicCheck[] = [...(opts.checks ?? [])];
+  const checks: PeriodicCheck[] = [(window) => decisionExpiries(deps.store, window), ...(opts.checks ?? [])];
   const policy = deps.slaPolicy;
   if (policy) checks.push((window) => slaBreaches(deps.store, policy, window));
   const periodic = startPeriodicChecks({

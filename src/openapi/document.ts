@@ -119,7 +119,10 @@ const metricsApi: Api = {
   // The health check is open; every other operation needs a token (nothing else will do).
   security: (op) => (op.errors.includes(401) ? [{ bearer: [] }] : []),
   authErrors: () => [],
-  pathParam: () => ({ schema: { type: 'string', format: 'uuid' }, description: 'Team UUID (otherwise 422 "ID is malformed")' }),
+  pathParam: (name) =>
+    name === 'team_id'
+      ? { schema: { type: 'string', format: 'uuid' }, description: 'Team UUID (otherwise 422 "ID is malformed")' }
+      : { schema: { type: 'string' }, description: 'Identifier (a value that is not a UUID is simply unknown: 404)' },
   paramDescription: {
     teams:
       'Comma-separated team UUIDs: the union of their targets, each finding counted once. Empty (or only empty entries) = absent: ' +
@@ -152,11 +155,15 @@ function operation(op: Operation, limits: PageLimits, api: Api) {
     content: { 'application/json': { schema: { $ref: `#/components/schemas/${api.errorSchema}` } } },
   });
   const responses: Record<string, unknown> = {
-    [String(op.status ?? 200)]: {
-      description: op.response.description ?? 'OK',
-      ...(op.cached ? { headers: X_CACHE } : {}),
-      content: { 'application/json': { schema: jsonSchema(op.response, 'output') } },
-    },
+    // 204: no body.
+    [String(op.status ?? 200)]:
+      op.status === 204
+        ? { description: op.response.description ?? 'No Content' }
+        : {
+            description: op.response.description ?? 'OK',
+            ...(op.cached ? { headers: X_CACHE } : {}),
+            content: { 'application/json': { schema: jsonSchema(op.response, 'output') } },
+          },
   };
   for (const status of [...op.errors, ...api.authErrors(op), 500]) responses[String(status)] = error(status);
   const security = api.security(op);
