@@ -1,12 +1,11 @@
 import { nowSeconds } from '../domain/time.js';
-import type { Severity } from '../domain/severity.js';
 import { rewriteTotals } from './totals.js';
 import type { Logger } from '../log.js';
-import { inUuids } from '../storage/bound-lists.js';
 import type { Store } from '../storage/gateway.js';
 import { TimeSlices } from '../time-slices.js';
 import { groupBy, rebuildPair } from './derive.js';
 import { findingContent, type FindingContent, type FindingRow, type FindingState } from './finding-state.js';
+import { rewriteLatest, shownLatest, storedRows, type StoredRow, targetSources, targetsToDo } from './recompute-queries.js';
 import { compareRank } from './normalize.js';
 import * as q from './queries.js';
 import { LockTimeout, type Locks } from '../locks/target-locks.js';
@@ -65,87 +64,6 @@ export const RECOMPUTE_CHUNK = 500;
 
 const unique = <T>(xs: Iterable<T>) => [...new Set(xs)];
 
-/** A stored findings row, its derived columns in the shape findingContent gives them. */
-interface StoredRow extends FindingContent {
-  version: number;
-}
-
-/** The targets to recompute, in a stable order: the one named, or every target with findings. */
-async function targetsToDo(store: Store, identifier: string | undefined): Promise<string[]> {
-  if (identifier !== undefined) {
-    const rows = await store.query<{ id: string }>(
-      'SELECT DISTINCT toString(id) AS id FROM targets WHERE identifier = {identifier:String}',
-      { identifier },
-    );
-    if (rows.length === 0) throw new UnknownTarget(identifier);
-    return rows.map((r) => r.id);
-  }
-  const rows = await store.query<{ id: string }>('SELECT DISTINCT toString(target_id) AS id FROM findings ORDER BY id');
-  return rows.map((r) => r.id);
-}
-
-async function storedRows(store: Store, targets: string[]): Promise<Map<string, StoredRow>> {
-  const rows = await store.query<
-    Omit<StoredRow, 'closed_exposure' | 'ttr_sum'> & { closed_exposure: string | number; ttr_sum: string | number }
-  >(
-    `SELECT id, target_id, issue_id, affected_resource, version,
-            toString(status) AS status, score, toString(severity) AS severity,
-            arrayMap(t -> toUInt32(t), found_at) AS found_at, arrayMap(t -> toUInt32(t), fixed_at) AS fixed_at,
-            toUInt32(first_found_at) AS first_found_at, toUInt32(last_found_at) AS last_found_at,
-            closed_exposure, ttr_sum, ttr_count, arrayMap(f -> toString(f), family_ids) AS family_ids,
-            arrayMap(p -> (toString(p.1), toUInt32(p.2), toUInt32(p.3)), family_periods) AS family_periods
-     FROM findings FINAL
-     WHERE ${inUuids('target_id', 'targets', targets)}`,
-    { targets },
-  );
-  return new Map(
-    rows.map((r) => [
-      r.id,
-      { ...r, closed_exposure: Number(r.closed_exposure), ttr_sum: Number(r.ttr_sum), status: r.status, severity: r.severity as Severity },
-    ]),
-  );
-}
-
-/** Every committed source of the targets, whatever its family. */
-async function targetSources(store: Store, targets: string[]): Promise<q.StoredSource[]> {
-  const rows = await store.query<{ id: string; t: string; f: string; epoch: number }>(
-    `SELECT DISTINCT id, target_id AS t, family_id AS f, toUInt32(time) AS epoch
-     FROM sources
-     WHERE ${inUuids('target_id', 'targets', targets)}`,
-    { targets },
-  );
-  return rows.map((r) => ({ id: r.id, targetId: r.t, familyId: r.f, time: r.epoch }));
-}
-
-/** The latest event each finding's page shows, as stored (finding_latest_events, sql/0012). */
-async function shownLatest(store: Store, findingIds: string[]): Promise<Map<string, { time: number; checkId: string; pos: number }>> {
-  const rows = await store.query<{ f: string; t: number; c: string; p: number }>(
-    `SELECT finding_id AS f, toUInt32(time) AS t, check_id AS c, pos AS p
-     FROM finding_latest_events
-     WHERE ${inUuids('finding_id', 'ids', findingIds)}`,
-    { ids: findingIds },
-  );
-  return new Map(rows.map((r) => [r.f, { time: r.t, checkId: r.c, pos: r.p }]));
-}
-
-/** Copies each finding's latest FOUND event into finding_latest_events (as migration 0012 does). */
-async function rewriteLatest(store: Store, findingIds: string[]): Promise<void> {
-  await store.command(
-    `INSERT INTO finding_latest_events
-     SELECT finding_id, e.1, e.2, e.3, e.4, e.5, e.6, e.7, e.8, e.9, e.10, e.11
-     FROM
-     (
-         SELECT finding_id,
-                argMax((time, check_id, pos, source_id, toString(source_name), toString(component), toString(options), details,
-                        impact_details, resources, affected_resource_string), (time, check_id, pos)) AS e
-         FROM finding_events
-         WHERE ${inUuids('finding_id', 'ids', findingIds)}
-         GROUP BY finding_id
-     )`,
-    { ids: findingIds },
-  );
-}
-
 /** The derived columns of a row, for comparison (the identity columns never change). */
 const derived = (c: FindingContent) =>
   JSON.stringify([
@@ -171,18 +89,16 @@ interface StepResult {
   orphans: number;
 }
 
-/** Re-derives the findings of some targets (their locks held) and writes what differs. */
-async function recomputeStep(store: Store, targets: string[], now: number): Promise<StepResult> {
-  const stored = await storedRows(store, targets);
-  const result: StepResult = { findings: stored.size, versions: 0, statusChanges: 0, latestEvents: 0, orphans: 0 };
-  if (stored.size === 0) return result;
-  const ids = [...stored.keys()];
-  const sources = await targetSources(store, targets);
-  const events = await q.familyEvents(store, ids, unique(sources.map((s) => s.familyId)));
-  const latest = await q.latestEvents(store, ids);
-
-  // SPEC §3.5 step 1: a finding's detecting families are those of the stored sources on its target
-  // that reported it; each (target, family) pair is rebuilt for the findings it detected.
+/**
+ * SPEC §3.5 step 1: a finding's detecting families are those of the stored sources on its target
+ * that reported it; each (target, family) pair is rebuilt for the findings it detected.
+ */
+async function rederive(
+  stored: Map<string, StoredRow>,
+  sources: q.StoredSource[],
+  events: Awaited<ReturnType<typeof q.familyEvents>>,
+  latest: Awaited<ReturnType<typeof q.latestEvents>>,
+): Promise<Map<string, FindingState>> {
   const sourceById = new Map(sources.map((s) => [s.id, s]));
   const reporters = new Map<string, Set<string>>();
   const candidates = new Map<string, Set<FindingState>>();
@@ -216,8 +132,22 @@ async function recomputeStep(store: Store, targets: string[], now: number): Prom
     const [targetId, familyId] = key.split('/') as [string, string];
     rebuildPair({ targetId, familyId, reports: [], fast: false }, [...found], sourcesByPair.get(key) ?? [], reporters);
   }
+  return states;
+}
+
+/** Re-derives the findings of some targets (their locks held) and writes what differs. */
+async function recomputeStep(store: Store, targets: string[], now: number): Promise<StepResult> {
+  const stored = await storedRows(store, targets);
+  const result: StepResult = { findings: stored.size, versions: 0, statusChanges: 0, latestEvents: 0, orphans: 0 };
+  if (stored.size === 0) return result;
+  const ids = [...stored.keys()];
+  const sources = await targetSources(store, targets);
+  const events = await q.familyEvents(store, ids, unique(sources.map((s) => s.familyId)));
+  const latest = await q.latestEvents(store, ids);
+  const states = await rederive(stored, sources, events, latest);
 
   const rows: FindingRow[] = [];
+  const slices = new TimeSlices();
   for (const state of states.values()) {
     if (slices.due) await slices.turn();
     if (state.familyPeriods.size === 0) {
@@ -273,6 +203,7 @@ export async function recomputeFindings(store: Store, locks: Locks, opts: Recomp
   const now = opts.now ?? nowSeconds();
   const chunkSize = opts.chunkSize ?? RECOMPUTE_CHUNK;
   const targets = await targetsToDo(store, opts.target);
+  if (opts.target !== undefined && targets.length === 0) throw new UnknownTarget(opts.target);
   const progress: RecomputeProgress = {
     targets: 0,
     total: targets.length,
