@@ -1,5 +1,5 @@
 /**
- * npm run bench:api [-- --scale 100k|1m|all --runs 100 --only 'stats/open,page 1']
+ * npm run bench:api [-- --scale 100k|1m|all --runs 100 --only 'stats/open,page 1' --decisions 10000]
  *
  * Database API latency on the benchmark datasets (bench/lib/dataset.ts): for each statistic, for
  * a large team and globally, and for findings list pages 1 and 500 of the large team, p50/p95 of
@@ -21,6 +21,7 @@ import type { QueryParams, Store } from '../src/storage/gateway.js';
 import { LARGE_TEAM, openDataset, SCALES, type Scale } from './lib/dataset.js';
 import { connectBenchClient } from './lib/http-client.js';
 import { writeResults } from './lib/results.js';
+import { removeDecisions, seedDecisions } from './lib/decisions.js';
 import { ownedStore } from './lib/owned-store.js';
 
 const args = process.argv.slice(2);
@@ -34,6 +35,8 @@ const RUNS = Number(arg('runs', '100'));
 const WARMUP = 5;
 // --only a,b: just the cases whose names contain one of these (a quicker look at a few).
 const ONLY = arg('only', '').split(',').filter(Boolean);
+// --decisions N: N triage decisions active while measuring (bench/lib/decisions.ts), removed after.
+const DECISIONS = Number(arg('decisions', '0'));
 
 const team = `team=${LARGE_TEAM}`;
 const range = 'minDate=2024-01-10&maxDate=2024-01-20';
@@ -110,6 +113,7 @@ const results: Record<string, unknown> = {};
 for (const scale of scales) {
   const { dataset, store } = await openDataset(scale);
   console.log(`\n${scale}: ${dataset.findings} findings, ${dataset.events} events, ${dataset.reports} reports`);
+  if (DECISIONS > 0) await seedDecisions(store, DECISIONS);
   const rec = recording(store);
   const redis = new Redis('redis://127.0.0.1:6379');
   await redis.ping(); // ready before the first request: an unconnected cache is a BYPASS
@@ -175,6 +179,7 @@ for (const scale of scales) {
     );
   }
   for (const c of [client!, cachedClient!]) c.close();
+  if (DECISIONS > 0) await removeDecisions(store);
   for (const server of servers) server.close();
   await store.close();
   // The cache's entries, and the meta key BullMQ writes for the (unused) queue of POST /checks.
@@ -187,10 +192,14 @@ for (const scale of scales) {
     dataset,
     runs: RUNS,
     client: 'bench/lib/http-client.ts (minimal keep-alive HTTP/1.1; node:http before 2026-11-24)',
+    ...(DECISIONS > 0 ? { decisions: DECISIONS } : {}),
     rows,
   };
   // A partial run (--only) must not replace the latest full one.
-  const written = writeResults(`api-${scale}${ONLY.length > 0 ? '-partial' : ''}`, results[scale]);
+  const written = writeResults(
+    `api-${scale}${DECISIONS > 0 ? `-decisions${DECISIONS}` : ''}${ONLY.length > 0 ? '-partial' : ''}`,
+    results[scale],
+  );
   console.log(`written to ${written.latest} and ${written.kept}`);
 }
 process.exit(0);

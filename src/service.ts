@@ -16,6 +16,8 @@ import { startNotifications, type Notifications, type NotificationsOptions } fro
 import { TargetLocks, type Locks } from './locks/target-locks.js';
 import type { Logger } from './log.js';
 import { createMetricsApi } from './metrics/app.js';
+import { nowSeconds } from './domain/time.js';
+import { startDecisionEffects, type DecisionEffects } from './decisions/effects.js';
 import { describeKeys, tokenKeys } from './metrics/keys.js';
 import { bundlesQueue, checksQueue } from './queue/producer.js';
 import { QUEUE_BOARD_PATH, startAdmin } from './observability/admin.js';
@@ -163,7 +165,10 @@ function startIngest(s: Shared, notify?: Notifications['notify']): { batcher: Re
 }
 
 /** The API role: both Koa apps, on one port or two (SPEC §10). */
-async function startApis(s: Shared, queue: Queue): Promise<{ servers: http.Server[]; dbApiUrl: string; metricsApiUrl: string }> {
+async function startApis(
+  s: Shared,
+  queue: Queue,
+): Promise<{ servers: http.Server[]; dbApiUrl: string; metricsApiUrl: string; decisions: DecisionEffects }> {
   const { config, opts, log, store, redis, names } = s;
   const metricsLog = log.child({ api: 'metrics' });
   const tokens = tokenKeys(config.jwt, config.dataDir);
@@ -188,12 +193,15 @@ async function startApis(s: Shared, queue: Queue): Promise<{ servers: http.Serve
     auth: config.dbApiAuth === 'jwt' ? tokens : undefined,
     slaPolicy: config.slaPolicy,
   });
+  // Decisions change statistics and lists: cached answers are refreshed, events emitted (SPEC §12.3).
+  const decisions = startDecisionEffects({ store, redis, names, dataVersion: s.dataVersion, now: opts.now ?? nowSeconds, log: metricsLog });
   const metricsApi = createMetricsApi({
     store,
     log: metricsLog,
     keys: tokens,
     cache: { redis, names },
     ...(opts.now ? { now: opts.now } : {}),
+    onDecision: decisions.onChange,
     slaPolicy: config.slaPolicy,
   });
   if (config.dbApiPort === config.metricsApiPort && config.dbApiPort !== 0) {
@@ -203,7 +211,7 @@ async function startApis(s: Shared, queue: Queue): Promise<{ servers: http.Serve
     const server = http.createServer((req, res) => (req.url?.startsWith('/api/v1') ? metrics(req, res) : db(req, res)));
     answerClientErrors(server, 'database');
     const url = await listen(server, config.dbApiPort, config.host);
-    return { servers: [server], dbApiUrl: url, metricsApiUrl: url };
+    return { servers: [server], dbApiUrl: url, metricsApiUrl: url, decisions };
   }
   const dbServer = http.createServer(dbApi.callback());
   const metricsServer = http.createServer(metricsApi.callback());
@@ -211,7 +219,7 @@ async function startApis(s: Shared, queue: Queue): Promise<{ servers: http.Serve
   answerClientErrors(metricsServer, 'metrics');
   const dbApiUrl = await listen(dbServer, config.dbApiPort, config.host);
   const metricsApiUrl = await listen(metricsServer, config.metricsApiPort, config.host);
-  return { servers: [dbServer, metricsServer], dbApiUrl, metricsApiUrl };
+  return { servers: [dbServer, metricsServer], dbApiUrl, metricsApiUrl, decisions };
 }
 
 export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
@@ -264,6 +272,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     (closing ??= (async () => {
       log.info('shutting down');
       await Promise.all((apis?.servers ?? []).map(closeServer));
+      await apis?.decisions.close();
       if (ingest) {
         await Promise.all(ingest.workers.map((w) => closeWorker(w, log)));
         await ingest.batcher.drain();

@@ -3,7 +3,7 @@ import { formatInstant, fromStoreDateTime } from '../domain/time.js';
 import { sqlAt } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import { activeAtParams, activeDecisionsAt, sqlMillis } from './active.js';
-import { markDecisionsExist } from './presence.js';
+import { decisionsMayExist, markDecisionsExist } from './presence.js';
 
 /**
  * The statements of triage decisions (SPEC §12.3). Both tables are append-only (sql/0016): making
@@ -142,30 +142,70 @@ interface DecisionRow {
 
 const seconds = (text: string) => formatInstant(Math.floor(fromStoreDateTime(text.slice(0, 19))));
 
+/**
+ * Decisions with their revocation, oldest first: `decisions` is a subquery of finding_decisions
+ * rows, `findings` a condition on finding_id that narrows the revocations read.
+ */
+function withRevocations(decisions: string, findings: string): string {
+  return `
+    SELECT toString(d.id) AS id, toString(d.finding_id) AS finding, toString(d.decision) AS decision, d.reason AS reason,
+           d.by AS by_sub, toString(d.created_at) AS created, toString(d.expires_at) AS expires,
+           if(r.decision_id = d.id, toString(r.first_revoked), NULL) AS revoked,
+           if(r.decision_id = d.id, r.first_by, NULL) AS revoked_by_sub, d.fingerprint AS fingerprint
+    FROM (${decisions}) AS d
+    LEFT JOIN (SELECT decision_id, min(revoked_at) AS first_revoked, argMin(revoked_by, revoked_at) AS first_by
+               FROM finding_decision_revocations WHERE ${findings} GROUP BY decision_id) AS r
+      ON r.decision_id = d.id
+    ORDER BY d.created_at, d.id`;
+}
+
+const toDecision = (r: DecisionRow): Decision => ({
+  id: r.id,
+  finding_id: r.finding,
+  decision: r.decision,
+  reason: r.reason,
+  by: r.by_sub,
+  created_at: seconds(r.created),
+  expires_at: r.expires === null ? null : seconds(r.expires),
+  revoked_at: r.revoked === null ? null : seconds(r.revoked),
+  revoked_by: r.revoked_by_sub,
+  fingerprint: r.fingerprint,
+});
+
 /** Every decision made on the finding, newest first, with its revocation (the audit trail). */
 export async function decisionTrail(store: Store, findingId: string): Promise<Decision[]> {
-  const rows = await store.query<DecisionRow>(
-    `SELECT toString(d.id) AS id, toString(d.finding_id) AS finding, toString(d.decision) AS decision, d.reason AS reason,
-            d.by AS by_sub, toString(d.created_at) AS created, toString(d.expires_at) AS expires,
-            if(r.decision_id = d.id, toString(r.first_revoked), NULL) AS revoked,
-            if(r.decision_id = d.id, r.first_by, NULL) AS revoked_by_sub, d.fingerprint AS fingerprint
-     FROM (SELECT * FROM finding_decisions WHERE finding_id = {finding:UUID}) AS d
-     LEFT JOIN (SELECT decision_id, min(revoked_at) AS first_revoked, argMin(revoked_by, revoked_at) AS first_by
-                FROM finding_decision_revocations WHERE finding_id = {finding:UUID} GROUP BY decision_id) AS r
-       ON r.decision_id = d.id
-     ORDER BY d.created_at DESC, d.id DESC`,
-    { finding: findingId },
+  const one = 'finding_id = {finding:UUID}';
+  const rows = await store.query<DecisionRow>(withRevocations(`SELECT * FROM finding_decisions WHERE ${one}`, one), { finding: findingId });
+  return rows.map(toDecision).reverse();
+}
+
+/**
+ * The decision active at `t` of each of these findings (SPEC §12.3: a finding object's
+ * `decision`); none read while the store holds no decision.
+ */
+export async function decisionsAt(store: Store, findingIds: readonly string[], t: number): Promise<Map<string, Decision>> {
+  const out = new Map<string, Decision>();
+  if (findingIds.length === 0 || !(await decisionsMayExist(store))) return out;
+  const these = 'finding_id IN {findings:Array(UUID)}';
+  const rows = await store.query<DecisionRow>(withRevocations(activeDecisionsAt('decAt', these), these), {
+    ...activeAtParams('decAt', t),
+    findings: findingIds,
+  });
+  // Oldest first: the latest decision of a finding is the one kept.
+  for (const row of rows) out.set(row.finding, toDecision(row));
+  return out;
+}
+
+/** Finding objects with their `decision` (SPEC §12.3): the one active at `t`, or null. */
+export async function withDecisions<F extends { id: string }>(
+  store: Store,
+  findings: F[],
+  t: number,
+): Promise<(F & { decision: Decision | null })[]> {
+  const active = await decisionsAt(
+    store,
+    findings.map((f) => f.id),
+    t,
   );
-  return rows.map((r) => ({
-    id: r.id,
-    finding_id: r.finding,
-    decision: r.decision,
-    reason: r.reason,
-    by: r.by_sub,
-    created_at: seconds(r.created),
-    expires_at: r.expires === null ? null : seconds(r.expires),
-    revoked_at: r.revoked === null ? null : seconds(r.revoked),
-    revoked_by: r.revoked_by_sub,
-    fingerprint: r.fingerprint,
-  }));
+  return findings.map((f) => ({ ...f, decision: active.get(f.id) ?? null }));
 }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ApiError, dbErrors } from '../errors.js';
 import { addDays, parseDate } from '../domain/time.js';
 import { SLA_FILTERS, type SlaFilter, type SlaPolicy } from '../sla/policy.js';
+import { DECISION_FILTERS, type DecisionFilter } from '../decisions/suppression.js';
 
 /**
  * Query parameters of the database API (SPEC §5.2–§5.5), parsed with one zod schema per endpoint
@@ -37,6 +38,10 @@ export interface FindingFilters {
   sla?: SlaFilter;
   /** The policy `sla` is judged by (SLA_DAYS): set with `sla` by the answer, never from a request. */
   slaPolicy?: SlaPolicy;
+  /** SPEC §12.3: the decision active at the reference instant. */
+  decision?: DecisionFilter;
+  /** SPEC §12.3: statistics count suppressed findings too. */
+  includeSuppressed?: boolean;
 }
 
 const PRECEDENCE = [
@@ -48,6 +53,7 @@ const PRECEDENCE = [
   'Malformed Boolean',
   'Invalid Status',
   'Invalid SLA',
+  'Invalid Decision',
 ];
 
 // A repeated parameter counts by its first value; an empty value is absent.
@@ -122,6 +128,10 @@ const baseFields = {
   sla: optional(z.enum(SLA_FILTERS, { error: 'Invalid SLA' })).describe(
     'breached or within: OPEN at the reference instant and past, or not past, its remediation deadline (SPEC §12.1)',
   ),
+  decision: optional(z.enum(DECISION_FILTERS, { error: 'Invalid Decision' })).describe(
+    'none, false_positive, accepted_risk or any: the triage decision active at the reference instant (SPEC §12.3)',
+  ),
+  includeSuppressed: optional(boolean).describe('true: count findings suppressed by a triage decision too (SPEC §12.3)'),
 } as const;
 
 export type FieldName = keyof typeof baseFields;
@@ -234,5 +244,7 @@ export function toFilters(q: ParsedFilterFields): FindingFilters {
   if (q.labels !== undefined && q.labels.length > 0) f.labels = q.labels;
   if (q.sortBy === 'score' || q.sortBy === '-score') f.sortBy = q.sortBy;
   if (q.sla !== undefined) f.sla = q.sla;
+  if (q.decision !== undefined) f.decision = q.decision;
+  if (q.includeSuppressed !== undefined) f.includeSuppressed = q.includeSuppressed;
   return f;
 }

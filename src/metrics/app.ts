@@ -15,6 +15,7 @@ import { DEFAULT_SLA_POLICY, type SlaPolicy } from '../sla/policy.js';
 import { metricsErrors } from './errors.js';
 import { observeRequests } from '../observability/requests.js';
 import { webhookRoutes } from '../notifications/routes.js';
+import { decisionRoutes, type DecisionRouteDeps } from '../decisions/routes.js';
 
 /** The security metrics API (SPEC §8) under /api/v1: builds the Koa app; never listens. */
 
@@ -49,6 +50,8 @@ export interface MetricsApiDeps {
   cache?: CacheSettings | undefined;
   /** "now" in epoch seconds for the statistics; tests fix it. Tokens are checked on the real clock. */
   now?: () => number;
+  /** After a triage decision is made or revoked (SPEC §12.3): refresh cached answers, notify. */
+  onDecision?: DecisionRouteDeps['onChange'];
   /** Remediation deadlines (SPEC §12.1, SLA_DAYS) of /stats/sla; none: the default policy. */
   slaPolicy?: SlaPolicy | undefined;
 }
@@ -74,6 +77,12 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
     slaPolicy: deps.slaPolicy ?? DEFAULT_SLA_POLICY,
   });
   const webhooks = webhookRoutes({ store: deps.store, authenticate: verified });
-  mountRoutes(app, [health, metrics, webhooks], metricsErrors, METRICS_PREFIX);
+  const decisions = decisionRoutes({
+    store: deps.store,
+    nowMs: deps.now ? () => deps.now!() * 1000 : Date.now,
+    authenticate: verified,
+    onChange: deps.onDecision,
+  });
+  mountRoutes(app, [health, metrics, webhooks, decisions], metricsErrors, METRICS_PREFIX);
   return app;
 }

@@ -35,7 +35,7 @@ interface Metric {
   clockDependent: (f: StatFilters) => boolean;
 }
 
-const COUNT_PARAMS = ['atDate', 'minDate', 'maxDate', 'minScore', 'maxScore', 'identifiers', 'labels'] as const;
+const COUNT_PARAMS = ['atDate', 'minDate', 'maxDate', 'minScore', 'maxScore', 'identifiers', 'labels', 'includeSuppressed'] as const;
 const noDates = (f: StatFilters) => f.atDate === undefined && f.minDate === undefined && f.maxDateEnd === undefined;
 
 export const METRICS: readonly Metric[] = [
@@ -60,16 +60,16 @@ export const METRICS: readonly Metric[] = [
     name: 'mttr',
     path: 'stats/mttr',
     key: 'mttr',
-    params: ['minDate', 'maxDate', 'minScore', 'maxScore', 'labels'],
+    params: ['minDate', 'maxDate', 'minScore', 'maxScore', 'labels', 'includeSuppressed'],
     rejectAtDate: true,
-    compute: (store, f) => mttrStats(store, f),
+    compute: (store, f, now) => mttrStats(store, f, now),
     clockDependent: () => false,
   },
   {
     name: 'exposure',
     path: 'stats/exposure',
     key: 'exposure',
-    params: ['atDate', 'minScore', 'maxScore'],
+    params: ['atDate', 'minScore', 'maxScore', 'includeSuppressed'],
     compute: (store, f, now) => totalExposureStats(store, f, now),
     clockDependent: noDates,
   },
@@ -77,7 +77,7 @@ export const METRICS: readonly Metric[] = [
     name: 'current_exposure',
     path: 'stats/exposure/current',
     key: 'current_exposure',
-    params: ['atDate', 'minScore', 'maxScore', 'labels'],
+    params: ['atDate', 'minScore', 'maxScore', 'labels', 'includeSuppressed'],
     compute: (store, f, now) => currentExposureStats(store, f, now),
     clockDependent: noDates,
   },
@@ -85,8 +85,8 @@ export const METRICS: readonly Metric[] = [
     name: 'assets',
     path: 'stats/assets',
     key: 'assets',
-    params: ['identifiers', 'labels'],
-    compute: (store, f) => assetStats(store, f),
+    params: ['identifiers', 'labels', 'includeSuppressed'],
+    compute: (store, f, now) => assetStats(store, f, now),
     clockDependent: () => false,
   },
   {

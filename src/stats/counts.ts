@@ -1,4 +1,5 @@
 import { SEVERITIES, zeroBySeverity, type BySeverity, type Severity } from '../domain/severity.js';
+import { referenceInstant, suppressedOnly, unsuppressed } from '../decisions/suppression.js';
 import { countsIn, findingsIn, labelsAndScores, merge, statusAndTime, whereClause } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
@@ -6,7 +7,8 @@ import type { StatFilters } from './filters.js';
 /**
  * Open (SPEC §7.1) and fixed (§7.2) findings by severity. Current counts without label or score
  * filters come from the materialized counts per target (finding_counts, or a single team's copy);
- * a scope of several teams is the set of their targets, each counted once.
+ * a scope of several teams is the set of their targets, each counted once. The counters know
+ * nothing of decisions: the suppressed findings in scope (read by key, few) are subtracted.
  */
 export async function findingCounts(store: Store, status: 'OPEN' | 'FIXED', f: StatFilters, now: number): Promise<BySeverity<number>> {
   const current = f.atDate === undefined && f.minDate === undefined && f.maxDateEnd === undefined;
@@ -20,9 +22,24 @@ export async function findingCounts(store: Store, status: 'OPEN' | 'FIXED', f: S
       scope.params,
     );
     rows = SEVERITIES.map((severity) => ({ severity, n: sums?.[severity] ?? 0 }));
+    const suppressed = await suppressedOnly(store, f, now);
+    if (suppressed) {
+      const findings = findingsIn(f);
+      const sql = merge(findings.scope, statusAndTime({ status }, now), suppressed);
+      const minus = await store.query<{ severity: Severity; n: number }>(
+        `SELECT severity, count() AS n FROM ${findings.from} ${whereClause(sql)} GROUP BY severity`,
+        sql.params,
+      );
+      for (const m of minus) for (const r of rows) if (r.severity === m.severity) r.n -= m.n;
+    }
   } else {
     const { from, scope } = findingsIn(f);
-    const sql = merge(scope, labelsAndScores(f), statusAndTime({ ...f, status }, now));
+    const sql = merge(
+      scope,
+      labelsAndScores(f),
+      statusAndTime({ ...f, status }, now),
+      await unsuppressed(store, f, referenceInstant(f, now)),
+    );
     rows = await store.query(`SELECT severity, count() AS n FROM ${from} ${whereClause(sql)} GROUP BY severity`, sql.params);
   }
   const out = zeroBySeverity();

@@ -1,3 +1,4 @@
+import { unsuppressed } from '../decisions/suppression.js';
 import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, whereClause, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
@@ -27,9 +28,9 @@ async function percentilesOf(store: Store, valueSql: string, from: string, where
 }
 
 /** §7.5: total_exposure(T) of every finding in scope that exists at T (T = now or atDate). */
-export function totalExposureStats(store: Store, f: StatFilters, now: number): Promise<PercentilesBody> {
+export async function totalExposureStats(store: Store, f: StatFilters, now: number): Promise<PercentilesBody> {
   const rows = findingsIn(f);
-  const scope = merge(rows.scope, labelsAndScores(f));
+  const scope = merge(rows.scope, labelsAndScores(f), await unsuppressed(store, f, f.atDate ?? now));
   if (f.atDate !== undefined) {
     const where = merge(scope, { where: [state.existsAt('at')], params: { at: sqlAt(f.atDate) } });
     return percentilesOf(store, state.totalExposureAt('at'), rows.from, where);
@@ -39,9 +40,9 @@ export function totalExposureStats(store: Store, f: StatFilters, now: number): P
 }
 
 /** §7.6: current_exposure(T) of every finding in scope that is OPEN at T. */
-export function currentExposureStats(store: Store, f: StatFilters, now: number): Promise<PercentilesBody> {
+export async function currentExposureStats(store: Store, f: StatFilters, now: number): Promise<PercentilesBody> {
   const rows = findingsIn(f);
-  const scope = merge(rows.scope, labelsAndScores(f));
+  const scope = merge(rows.scope, labelsAndScores(f), await unsuppressed(store, f, f.atDate ?? now));
   if (f.atDate !== undefined) {
     const where = merge(scope, { where: [state.openAt('at')], params: { at: sqlAt(f.atDate) } });
     return percentilesOf(store, state.currentExposureAt('at'), rows.from, where);

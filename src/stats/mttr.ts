@@ -1,6 +1,7 @@
 import { SEVERITIES, type Severity } from '../domain/severity.js';
+import { referenceInstant, unsuppressed } from '../decisions/suppression.js';
 import { findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
-import { NEVER } from '../domain/time.js';
+import { NEVER, nowSeconds } from '../domain/time.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
 import { round2 } from './numbers.js';
@@ -11,9 +12,9 @@ import type { MttrStatsBody } from './schema.js';
  * total; with dates only periods fixed in [L, U). Without dates the per-finding sums stored with
  * each finding are enough; with dates each finding's periods fixed in the range are summed.
  */
-export async function mttrStats(store: Store, f: StatFilters): Promise<MttrStatsBody> {
+export async function mttrStats(store: Store, f: StatFilters, now = nowSeconds()): Promise<MttrStatsBody> {
   const rowsIn = findingsIn(f);
-  const scope = merge(rowsIn.scope, labelsAndScores(f));
+  const scope = merge(rowsIn.scope, labelsAndScores(f), await unsuppressed(store, f, referenceInstant(f, now)));
   let rows: { severity: Severity; hours: number; periods: number }[];
   if (f.minDate === undefined && f.maxDateEnd === undefined) {
     rows = await store.query(

@@ -18,7 +18,18 @@ import { storeSize } from './size.js';
  * the metrics API calls too.
  */
 
-const COUNT_PARAMS = ['atDate', 'minDate', 'maxDate', 'minScore', 'maxScore', 'team', 'teams', 'identifiers', 'labels'] as const;
+const COUNT_PARAMS = [
+  'atDate',
+  'minDate',
+  'maxDate',
+  'minScore',
+  'maxScore',
+  'team',
+  'teams',
+  'identifiers',
+  'labels',
+  'includeSuppressed',
+] as const;
 
 /** The validated selection of a statistic, within the caller's scope (src/auth/scope.ts). */
 export function statFilters<K extends FieldName>(names: readonly K[], ctx: Context): StatFilters {
@@ -49,10 +60,10 @@ export function statsRoutes(api: ApiContext): Router {
 
   router.get('/stats/mttr', async (ctx) => {
     const { atDate: _ignored, ...filters } = statFilters(
-      ['atDate', 'minDate', 'maxDate', 'minScore', 'maxScore', 'team', 'teams', 'labels'],
+      ['atDate', 'minDate', 'maxDate', 'minScore', 'maxScore', 'team', 'teams', 'labels', 'includeSuppressed'],
       ctx,
     );
-    ctx.body = { mttr: await mttrStats(api.store, filters) };
+    ctx.body = { mttr: await mttrStats(api.store, filters, api.now()) };
   });
 
   router.get('/stats/size', async (ctx) => {
@@ -60,16 +71,18 @@ export function statsRoutes(api: ApiContext): Router {
   });
 
   router.get('/stats/assets', async (ctx) => {
-    ctx.body = { assets: await assetStats(api.store, statFilters(['team', 'teams', 'identifiers', 'labels'], ctx)) };
+    ctx.body = {
+      assets: await assetStats(api.store, statFilters(['team', 'teams', 'identifiers', 'labels', 'includeSuppressed'], ctx), api.now()),
+    };
   });
 
   router.get('/stats/exposure', async (ctx) => {
-    const f = statFilters(['atDate', 'minScore', 'maxScore', 'team', 'teams'], ctx);
+    const f = statFilters(['atDate', 'minScore', 'maxScore', 'team', 'teams', 'includeSuppressed'], ctx);
     ctx.body = { exposure: await totalExposureStats(api.store, f, api.now()) };
   });
 
   router.get('/stats/exposure/current', async (ctx) => {
-    const f = statFilters(['atDate', 'minScore', 'maxScore', 'team', 'teams', 'labels'], ctx);
+    const f = statFilters(['atDate', 'minScore', 'maxScore', 'team', 'teams', 'labels', 'includeSuppressed'], ctx);
     ctx.body = { current_exposure: await currentExposureStats(api.store, f, api.now()) };
   });
 
