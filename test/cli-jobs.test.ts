@@ -3,7 +3,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { failedTable, INGEST_QUEUES, JobNotRetried, listFailed, retryAll, retryJob } from '../src/cli/jobs.js';
+import { INGEST_QUEUES, JobNotRetried, listFailed, retryAll, retryJob } from '../src/cli/failed-jobs.js';
+import { failedTable } from '../src/cli/jobs.js';
 import { CHECK_BUNDLES_QUEUE, CHECKS_QUEUE } from '../src/queue/contract.js';
 import { report, V } from './support/reports.js';
 import { json, REDIS_URL, startTestService, type TestService } from './support/service.js';
@@ -111,10 +112,12 @@ describe('vulndb jobs failed', () => {
     expect(table).toContain('2 of 4 failed jobs shown (checks 3, checks-bulk 1)');
   });
 
-  it('given another queue of the service, when it is named, then its failed jobs are listed too', async () => {
-    const other = new Queue('notifications', { connection: svc.redis, prefix: svc.names.queuePrefix });
+  // A queue no worker of the service consumes (its notifications worker would take a 'notifications' job).
+  const OTHER = 'other-work';
+  it("given another queue under the service's prefix, when it is named, then its failed jobs are listed too", async () => {
+    const other = new Queue(OTHER, { connection: svc.redis, prefix: svc.names.queuePrefix });
     const worker = new Worker(
-      'notifications',
+      OTHER,
       async () => {
         throw new UnrecoverableError('webhook answered 410');
       },
@@ -123,10 +126,10 @@ describe('vulndb jobs failed', () => {
     try {
       const job = await other.add('notify', { team: 't1' });
       await failedIn(other, 1);
-      const list = await listFailed(svc.redis, svc.names, { queues: [...INGEST_QUEUES, 'notifications'], limit: 1 });
-      expect(list.failed).toEqual({ [CHECKS_QUEUE]: 3, [CHECK_BUNDLES_QUEUE]: 1, notifications: 1 });
-      expect(list.jobs).toEqual([expect.objectContaining({ queue: 'notifications', id: job.id, reason: 'webhook answered 410' })]);
-      expect(await retryAll(svc.redis, svc.names, ['notifications'])).toEqual({ notifications: 1 });
+      const list = await listFailed(svc.redis, svc.names, { queues: [...INGEST_QUEUES, OTHER], limit: 1 });
+      expect(list.failed).toEqual({ [CHECKS_QUEUE]: 3, [CHECK_BUNDLES_QUEUE]: 1, [OTHER]: 1 });
+      expect(list.jobs).toEqual([expect.objectContaining({ queue: OTHER, id: job.id, reason: 'webhook answered 410' })]);
+      expect(await retryAll(svc.redis, svc.names, [OTHER])).toEqual({ [OTHER]: 1 });
       await failedIn(other, 1);
     } finally {
       await worker.close();
