@@ -3,6 +3,7 @@ import { findingsByKeys } from '../findings/page.js';
 import { renderFindings } from '../findings/render.js';
 import { nowSeconds } from '../domain/time.js';
 import type { Logger } from '../log.js';
+import type { SlaPolicy } from '../sla/policy.js';
 import { deliveryJobId, deliveryJobOptions, type DeliveryJob, type DispatchJob, dispatchJobSchema } from '../queue/contract.js';
 import type { Store } from '../storage/gateway.js';
 import { currentStatusEvent, type FindingStatus } from './batch-events.js';
@@ -45,7 +46,7 @@ async function describedEvents(store: Store, pairs: { targetId: string; familyId
 }
 
 export async function dispatch(
-  deps: { store: Store; queue: Queue; log: Logger; delivery?: DeliveryTuning },
+  deps: { store: Store; queue: Queue; log: Logger; slaPolicy?: SlaPolicy | undefined; delivery?: DeliveryTuning },
   data: unknown,
 ): Promise<{ events: number; deliveries: number }> {
   const job: DispatchJob = dispatchJobSchema.parse(data);
@@ -69,7 +70,7 @@ export async function dispatch(
       }
       const targets = subscriptions.filter((s) => wants(s, event.type, row.teams));
       if (targets.length === 0) continue;
-      const [finding] = renderFindings([row], { t: now, atDate: false });
+      const [finding] = renderFindings([row], { t: now, atDate: false, slaPolicy: deps.slaPolicy });
       const body = JSON.stringify({
         id: event.id,
         type: event.type,

@@ -11,7 +11,8 @@ import { deliver, DELIVERY_TIMEOUT_MS } from './deliver.js';
 import { dispatch, type DeliveryTuning } from './dispatch.js';
 import { notificationsQueue } from './emit.js';
 import { startPeriodicChecks, type PeriodicCheck } from './periodic.js';
-import { slaBreaches, type SlaDays } from './sla-breaches.js';
+import type { SlaPolicy } from '../sla/policy.js';
+import { slaBreaches } from './sla-breaches.js';
 import { listSubscriptions, type Subscription } from './subscriptions.js';
 
 /**
@@ -62,7 +63,7 @@ export function startNotifications(deps: {
   connection: Redis;
   names: RedisNames;
   log: Logger;
-  slaPolicy?: SlaDays | undefined;
+  slaPolicy?: SlaPolicy | undefined;
   options?: NotificationsOptions | undefined;
 }): Notifications {
   const opts = deps.options ?? {};
@@ -71,8 +72,12 @@ export function startNotifications(deps: {
   const subscription = subscriptionLookup(deps.store);
 
   const handle = async (job: Job) => {
-    if (job.name === 'dispatch')
-      return dispatch({ store: deps.store, queue, log, ...(opts.delivery ? { delivery: opts.delivery } : {}) }, job.data);
+    if (job.name === 'dispatch') {
+      return dispatch(
+        { store: deps.store, queue, log, slaPolicy: deps.slaPolicy, ...(opts.delivery ? { delivery: opts.delivery } : {}) },
+        job.data,
+      );
+    }
     const delivery = deliveryJobSchema.parse(job.data);
     const s = await subscription(delivery.webhookId);
     // Deleted since the event was dispatched: nothing to deliver to.
