@@ -20,6 +20,8 @@ import { reportTime } from './support/api.js';
 import { report } from './support/reports.js';
 import { json, startTestService, type TestService } from './support/service.js';
 import type { Store } from '../src/storage/gateway.js';
+import { findingId, issueId, targetId } from '../src/domain/ids.js';
+import { DEFAULT_SLA_DAYS } from '../src/sla/policy.js';
 
 /**
  * The Grafana dashboards and their provisioning. Every ClickHouse query of every dashboard runs on
@@ -194,12 +196,21 @@ describe('the overview dashboard', () => {
     }
   });
 
+  it("has an sla_days variable whose default is the service's default SLA_DAYS, used by the SLA panels", () => {
+    const sla = json.templating.list.find((v: Obj) => v.name === 'sla_days');
+    expect(sla).toMatchObject({ type: 'textbox', query: DEFAULT_SLA_DAYS });
+    const slaPanels = clickhouseQueries(json).filter(({ rawSql }) => rawSql.includes('${sla_days:singlequote}'));
+    expect(slaPanels.map((q) => q.panel.title).sort()).toEqual(['SLA breached now by severity and team', 'SLA compliance by month']);
+    for (const { panel } of slaPanels) expect(panel.description).toMatch(/sla_days.*SLA_DAYS/);
+  });
+
   it('computes every time series from the history within the time range, never from when a batch ran', () => {
     const series = clickhouseQueries(json).filter(({ panel }) => panel.type === 'timeseries' || panel.type === 'barchart');
     expect(series.map((s) => s.panel.title).sort()).toEqual([
       'MTTR by month and severity (hours)',
       'Open findings over time by severity',
       'Opened vs fixed per week',
+      'SLA compliance by month',
     ]);
     for (const { panel, rawSql } of series) {
       expect(rawSql, `"${panel.title}" uses the time range`).toMatch(/\$__timeFilter\(|\$__fromTime\b/);
@@ -285,7 +296,7 @@ async function runPanels(store: Store, json: Obj, e: Expansion): Promise<Map<str
   for (const q of queries) {
     let sql: string;
     try {
-      sql = expandQuery(q.rawSql, e);
+      sql = expandQuery(q.rawSql, { ...e, vars: { ...textboxDefaults(json), ...e.vars } });
     } catch (err) {
       throw new Error(`${json.uid}: "${q.where}": ${(err as Error).message}`);
     }
@@ -297,6 +308,12 @@ async function runPanels(store: Store, json: Obj, e: Expansion): Promise<Map<str
   }
   return out;
 }
+
+/** A textbox variable (e.g. sla_days) holds its default unless a test sets it. */
+const textboxDefaults = (json: Obj): Record<string, Selection> =>
+  Object.fromEntries(
+    (json.templating?.list ?? []).filter((v: Obj) => v.type === 'textbox').map((v: Obj) => [v.name, some(String(v.query))]),
+  );
 
 const panel = (results: Map<string, Obj[]>, title: string) => {
   const rows = results.get(title);
@@ -672,5 +689,99 @@ describe('dashboard queries on a replayed history', () => {
     expect(panel(recent, 'Finding state changes committed (wall clock)').reduce((s, r) => s + Number(r.state_changes), 0)).toBeGreaterThan(
       0,
     );
+  });
+
+  /** SPEC §10's default SLA_DAYS, which the dashboard's sla_days variable holds by default. */
+  const SLA_DAYS: Partial<Record<Severity, number>> = { critical: 7, high: 30, medium: 90, low: 180 };
+  const breachedAt = (p: Period, t: number) =>
+    SLA_DAYS[p.severity] !== undefined && p.found <= t && (p.fixed === null || t < p.fixed) && t >= p.found + SLA_DAYS[p.severity]! * DAY;
+  const NO_TEAM = '(no team)';
+  const inTeam = (p: Period, team: string) => (team === NO_TEAM ? p.teams.length === 0 : p.teams.includes(team));
+
+  it('counts the findings past their SLA now by team and severity, as the history says and as GET .../teams/{team}/stats/sla does', async () => {
+    for (const { teams } of SELECTIONS) {
+      const results = await runPanels(store, dashboard('vulndb-overview').json, expansion(teams));
+      const rows = panel(results, 'SLA breached now by severity and team');
+      const shown = teams === 'all' ? [TEAM_A, TEAM_B, NO_TEAM] : teams;
+      // A team appears when it has a breached finding.
+      const breachedOf = (team: string) =>
+        Object.fromEntries(
+          SEVERITIES.map((s) => [s, periods.filter((p) => p.severity === s && inTeam(p, team) && breachedAt(p, NOW)).length]),
+        );
+      const total = (bySeverity: Record<string, number>) => Object.values(bySeverity).reduce((a, b) => a + b, 0);
+      expect(rows.map((r) => r.team).sort(), JSON.stringify(teams)).toEqual(shown.filter((t) => total(breachedOf(t)) > 0).sort());
+      for (const team of shown) {
+        const row = rows.find((r) => r.team === team);
+        const fromPanel = Object.fromEntries(SEVERITIES.map((s) => [s, Number(row?.[s] ?? 0)]));
+        expect(fromPanel, team).toEqual(breachedOf(team));
+        expect(Number(row?.breached ?? 0)).toBe(total(breachedOf(team)));
+        expect(Number(row?.breached_suppressed ?? 0)).toBe(0);
+        if (team !== NO_TEAM) {
+          const { total: apiTotal, ...api } = (await metric(`teams/${team}/stats/sla`)).sla.breached;
+          expect(fromPanel, team).toEqual(api);
+          expect(Number(row?.breached ?? 0)).toBe(apiTotal);
+        }
+      }
+      if (teams === 'all') expect(rows.length).toBeGreaterThan(0);
+    }
+  });
+
+  it('gives the SLA compliance of each month as GET .../stats/sla?minDate&maxDate of that month does', async () => {
+    for (const { teams, metric: path } of SELECTIONS) {
+      const results = await runPanels(store, dashboard('vulndb-overview').json, expansion(teams));
+      const rows = panel(results, 'SLA compliance by month');
+      expect(rows.map((r) => String(r.time).slice(0, 7))).toEqual(['2026-05', '2026-06', '2026-07', '2026-08', '2026-09', '2026-10']);
+      for (const r of rows) {
+        const month = String(r.time).slice(0, 7);
+        const last = new Date(Date.UTC(Number(month.slice(0, 4)), Number(month.slice(5, 7)), 0)).toISOString().slice(0, 10);
+        const api = (await metric(path('sla', `minDate=${month}-01&maxDate=${last}`))).sla;
+        for (const k of ['total', ...SEVERITIES]) {
+          if (api.compliance[k] === null) expect(r[k], `${month} ${k} ${JSON.stringify(teams)}`).toBeNull();
+          else expect(Number(r[k]), `${month} ${k} ${JSON.stringify(teams)}`).toBeCloseTo(api.compliance[k], 4);
+        }
+        const fixed = periods.filter(
+          (p) => inTeams(p, teams) && p.fixed !== null && iso(p.fixed).startsWith(month) && SLA_DAYS[p.severity] !== undefined,
+        );
+        const within = fixed.filter((p) => p.fixed! - p.found <= SLA_DAYS[p.severity]! * DAY);
+        expect([Number(r.fixed_periods), Number(r.fixed_within)]).toEqual([fixed.length, within.length]);
+        expect([api.fixed_within.total]).toEqual([within.length]);
+      }
+      expect(rows.some((r) => Number(r.total) < 1) && rows.some((r) => Number(r.fixed_within) > 0)).toBe(true);
+    }
+  });
+
+  it('shows a finding under a triage decision as such: in the oldest open findings and apart from the breached counts', async () => {
+    // Decisions are made at the wall clock: the range ends just after it.
+    const wall = Math.floor(Date.now() / 1000);
+    const range = expansion('all', DAY, FROM, wall + 60);
+    const before = await runPanels(store, dashboard('vulndb-overview').json, range);
+    const oldest = panel(before, 'Oldest open critical and high findings');
+    expect(oldest.length).toBeGreaterThan(1);
+    expect(oldest.every((r) => r.decision === 'none')).toBe(true);
+    const chosen = oldest[0]!;
+    const target = String(chosen.target);
+    const id = findingId(targetId(target), issueId(chosen.issue, chosen.issue), target);
+    const decisionUrl = `${svc.metricsApiUrl}/api/v1/findings/${id}/decision`;
+    const headers = { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' };
+    const made = await fetch(decisionUrl, { method: 'PUT', headers, body: JSON.stringify({ decision: 'false_positive', reason: 'test' }) });
+    expect(made.status).toBe(200);
+    try {
+      const after = await runPanels(store, dashboard('vulndb-overview').json, range);
+      const listed = panel(after, 'Oldest open critical and high findings');
+      expect(listed.filter((r) => r.decision !== 'none').map((r) => [r.target, r.issue, r.decision])).toEqual([
+        [chosen.target, chosen.issue, 'false_positive'],
+      ]);
+      const breachedBefore = panel(before, 'SLA breached now by severity and team');
+      const breachedAfter = panel(after, 'SLA breached now by severity and team');
+      const teamsOf = TARGETS[target]!.length > 0 ? TARGETS[target]! : [NO_TEAM];
+      for (const r of breachedAfter) {
+        const b = breachedBefore.find((x) => x.team === r.team)!;
+        const mine = teamsOf.includes(r.team) ? 1 : 0;
+        expect([Number(r.breached), Number(r.breached_suppressed)], r.team).toEqual([Number(b.breached) - mine, mine]);
+        expect(Number(r[chosen.severity]), r.team).toBe(Number(b[chosen.severity]) - mine);
+      }
+    } finally {
+      expect((await fetch(decisionUrl, { method: 'DELETE', headers })).status).toBe(204);
+    }
   });
 });
