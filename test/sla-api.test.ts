@@ -30,7 +30,9 @@ const nameOf = (id: string) => Object.entries(ids).find(([, v]) => v === id)?.[0
 async function findings(path: string): Promise<{ name: string; status: string; sla_due: string | null }[]> {
   const res = await svc.db(path);
   const body = (await json(res, 200)) as { findings: { id: string; status: string; sla_due: string | null }[] };
-  return body.findings.map((f) => ({ name: nameOf(f.id), status: f.status, sla_due: f.sla_due })).sort((a, b) => (a.name < b.name ? -1 : 1));
+  return body.findings
+    .map((f) => ({ name: nameOf(f.id), status: f.status, sla_due: f.sla_due }))
+    .sort((a, b) => (a.name < b.name ? -1 : 1));
 }
 const names = async (path: string) => (await findings(path)).map((f) => f.name);
 
@@ -111,7 +113,11 @@ describe('the metrics API /stats/sla', () => {
     expect((await metric(`stats/sla?teams=${TEAM_X}`, member)).status).toBe(200);
     expect((await metric('teams/not-a-uuid/stats/sla')).body).toMatchObject({ code: 422, error: 'ID is malformed' });
     for (const q of ['atDate=2024-13-01', 'atDate=2024-05-25&maxDate=2024-06-01', 'minScore=x', 'includeSuppressed=maybe']) {
-      expect((await metric(`teams/${TEAM_X}/stats/sla?${q}`)).body, q).toEqual({ code: 422, error: 'Invalid query params', type: 'Validation' });
+      expect((await metric(`teams/${TEAM_X}/stats/sla?${q}`)).body, q).toEqual({
+        code: 422,
+        error: 'Invalid query params',
+        type: 'Validation',
+      });
     }
     const anonymous = await fetch(`${svc.metricsApiUrl}/api/v1/stats/sla`);
     expect(anonymous.status).toBe(401);
@@ -163,6 +169,34 @@ describe('sla_due and sla= on findings lists', () => {
     for (const path of ['/findings?sla=late', '/findings?sla=BREACHED', `/issues/${ids.s1}/findings?sla=x`]) {
       expect(await failure(svc, path)).toEqual({ status: 400, body: { message: 'Invalid SLA' } });
     }
+  });
+});
+
+describe('triage decisions (SPEC §12.3)', () => {
+  it('leave a suppressed finding out of /stats/sla of both APIs at and after the decision, unless includeSuppressed=true', async () => {
+    const url = `${svc.metricsApiUrl}/api/v1/findings/${ids.s1}/decision`;
+    const headers = { Authorization: `Bearer ${metricsToken({ admin: true })}`, 'Content-Type': 'application/json' };
+    const made = await fetch(url, {
+      method: 'PUT',
+      headers,
+      body: JSON.stringify({ decision: 'false_positive', reason: 'scanner error' }),
+    });
+    expect(made.status).toBe(200);
+    try {
+      // s1 (critical, breached) is gone from open, breached and compliance's scope.
+      const now = await get(svc, '/stats/sla', slaStatsResponse);
+      expect(now.sla.open).toEqual({ critical: 1, high: 1, medium: 1, low: 0, informational: 1, total: 4 });
+      expect(now.sla.breached).toEqual({ critical: 0, high: 1, medium: 1, low: 0, informational: 0, total: 2 });
+      expect((await metric(`teams/${TEAM_X}/stats/sla`)).body.sla.breached.total).toBe(1);
+      const all = await get(svc, '/stats/sla?includeSuppressed=true', slaStatsResponse);
+      expect(all.sla.breached.total).toBe(3);
+      // Before the decision (made at now) s1 still counts.
+      expect((await get(svc, '/stats/sla?atDate=2024-05-25', slaStatsResponse)).sla.open.critical).toBe(1);
+      expect(await names('/findings?sla=breached')).toEqual(['s1', 's4', 's8']);
+    } finally {
+      expect((await fetch(url, { method: 'DELETE', headers })).status).toBe(204);
+    }
+    expect((await get(svc, '/stats/sla', slaStatsResponse)).sla.breached.total).toBe(3);
   });
 });
 

@@ -1,3 +1,4 @@
+import { referenceInstant, unsuppressed } from '../decisions/suppression.js';
 import { NEVER } from '../domain/time.js';
 import { SEVERITIES, type BySeverity, type Severity } from '../domain/severity.js';
 import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
@@ -9,7 +10,9 @@ import type { StatFilters } from './filters.js';
 /**
  * SPEC §12.2: findings in scope OPEN and breached at T (now or atDate), and the closed periods
  * fixed — in [L, U) with a range, else before T — and of those the ones fixed within their SLA,
- * by severity of the current score. One pass of the engine over the scope's period arrays.
+ * by severity of the current score. One pass of the engine over the scope's period arrays. Findings
+ * suppressed by a triage decision at the reference instant (T, or a range's end) are left out
+ * unless includeSuppressed (§12.3).
  */
 
 type Totalled<T> = BySeverity<T> & { total: T };
@@ -36,7 +39,7 @@ const round4 = (x: number) => Math.round(x * 10_000 + 1e-9) / 10_000;
 
 export async function slaStats(store: Store, f: StatFilters, now: number, policy: SlaPolicy): Promise<SlaStats> {
   const rows = findingsIn(f);
-  const scope = merge(rows.scope, labelsAndScores(f));
+  const scope = merge(rows.scope, labelsAndScores(f), await unsuppressed(store, f, referenceInstant(f, now)));
   const ranged = f.minDate !== undefined || f.maxDateEnd !== undefined;
   const fixedWhen = ranged ? `x >= {slaFixedFrom:DateTime('UTC')} AND x < {slaFixedTo:DateTime('UTC')}` : `x < {slaAt:DateTime('UTC')}`;
   const params = {
