@@ -67,7 +67,7 @@ async function openQueues<T>(connection: Redis, names: RedisNames, queues: strin
 const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
 
 /** What a job's data tells about its report(s): a report's target and check, a bundle's size and targets. */
-export function describeData(data: unknown): Pick<FailedJob, 'target' | 'check_id' | 'reports' | 'targets' | 'webhook' | 'event'> {
+function describeData(data: unknown): Pick<FailedJob, 'target' | 'check_id' | 'reports' | 'targets' | 'webhook' | 'event'> {
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return {};
   const d = data as Record<string, unknown>;
   if (Array.isArray(d.reports)) {

@@ -61,7 +61,7 @@ export interface NormalizedReport {
 }
 
 /** Labels are exposed sorted (byte order), unique, without empty strings (SPEC §2.2). */
-export function normalizeLabels(labels: readonly string[] | null | undefined): string[] {
+function normalizeLabels(labels: readonly string[] | null | undefined): string[] {
   const unique = [...new Set((labels ?? []).filter((l) => l !== ''))];
   // JavaScript's order is the byte order for ASCII; other text is compared as UTF-8 bytes.
   // biome-ignore lint/suspicious/noControlCharactersInRegex: the test is "ASCII only", control characters included

@@ -60,7 +60,7 @@ export class UnknownTarget extends Error {
   }
 }
 
-export const RECOMPUTE_CHUNK = 500;
+const RECOMPUTE_CHUNK = 500;
 
 const unique = <T>(xs: Iterable<T>) => [...new Set(xs)];
 

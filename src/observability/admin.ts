@@ -40,7 +40,7 @@ const answers = (probe: () => Promise<unknown>, timeoutMs = 2000): Promise<boole
     () => false,
   );
 
-export function createAdminApp(deps: AdminDeps): Koa {
+function createAdminApp(deps: AdminDeps): Koa {
   const app = new Koa();
   const router = new Router();
   router.get('/healthz', (ctx) => {

@@ -19,10 +19,10 @@ export const httpRequestDuration = new client.Histogram({
   registers,
 });
 
-export const REPORT_OUTCOMES = ['stored', 'duplicate', 'ignored', 'rejected', 'failed'] as const;
+const REPORT_OUTCOMES = ['stored', 'duplicate', 'ignored', 'rejected', 'failed'] as const;
 export type ReportOutcome = (typeof REPORT_OUTCOMES)[number];
 
-export const ingestReports = new client.Counter({
+const ingestReports = new client.Counter({
   name: 'vulndb_ingest_reports_total',
   help: 'Reports by outcome: stored, duplicate, ignored (not FINISHED or too old), rejected (invalid), failed (refused by the store or out of retries)',
   labelNames: ['outcome'] as const,
@@ -63,7 +63,7 @@ export const storeQueryDuration = new client.Histogram({
 /** Jobs per queue and state, read from Redis at each scrape. */
 export type QueueCounts = () => Promise<{ queue: string; counts: Record<string, number> }[]>;
 let queueCounts: QueueCounts | undefined;
-export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
+const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 
 new client.Gauge({
   name: 'vulndb_queue_jobs',

@@ -12,9 +12,6 @@ import { httpRequestDuration } from './metrics.js';
 
 const CALLER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** The logger of the request being handled, or `fallback` outside one. */
-export const requestLog = (state: { log?: Logger }, fallback: Logger): Logger => state.log ?? fallback;
-
 export function observeRequests(log: Logger, api: 'database' | 'metrics'): Middleware {
   return async (ctx, next) => {
     const started = performance.now();

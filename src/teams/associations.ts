@@ -11,7 +11,7 @@ import { copyTargetToTeams } from './team-copies.js';
  */
 
 /** Teams one target may have in all (SPEC §5.6); checked under the target's lock (associateTeams). */
-export const MAX_TEAMS_PER_TARGET = 1000;
+const MAX_TEAMS_PER_TARGET = 1000;
 
 /**
  * Each target's teams in association order (a pair written twice keeps its first position): of
