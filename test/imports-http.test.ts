@@ -171,9 +171,9 @@ describe('documents an import refuses', () => {
   ])('refuses %s with 400 and the reason, and stores nothing', async (_, path, body, reason) => {
     const res = await post(svc, path, body);
     expect(res.status).toBe(400);
-    expect((await res.json()).message).toMatch(reason);
+    expect(((await res.json()) as { message: string }).message).toMatch(reason);
     await svc.settle();
-    expect(await svc.queue.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({
+    expect(await svc.queue!.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({
       waiting: 0,
       active: 0,
       completed: 0,

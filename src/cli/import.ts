@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import { ReportRejected, type ReportBatcher } from '../ingest/batcher.js';
-import { BUNDLE_SIZE, checkReport, toBundles } from '../queue/contract.js';
+import { BUNDLE_SIZE, checkReport, type FinishedReport, type ReportVerdict, toBundles } from '../queue/contract.js';
 import { enqueueBundles } from '../queue/producer.js';
 import { type DocumentImport, readDocuments } from './read-documents.js';
 import { type ReadPosition, type ReadRecord, readReports } from './read-reports.js';
@@ -139,7 +139,7 @@ export async function importReports(opts: ImportOptions): Promise<ImportSummary>
       reject(record.origin, record.error);
       continue;
     }
-    const verdict = checkReport(record.data);
+    const verdict: ReportVerdict = record.checked ? { kind: 'finished', report: record.data as FinishedReport } : checkReport(record.data);
     if (verdict.kind === 'invalid') reject(record.origin, verdict.reason);
     else if (verdict.kind === 'ignored')
       p.ignored += 1; // valid, but the worker would ignore it
@@ -251,8 +251,12 @@ export async function importDirect(opts: DirectImportOptions): Promise<DirectSum
       reject(record.origin, record.error);
       continue;
     }
-    const done: Promise<void> = opts.batcher
-      .submit({ id: record.origin, data: record.data, attemptsStarted: 1 })
+    const job = { id: record.origin, attemptsStarted: 1 };
+    const done: Promise<void> = (
+      record.checked
+        ? opts.batcher.submitPrepared(opts.batcher.prepareChecked(record.data as FinishedReport), job)
+        : opts.batcher.submit({ ...job, data: record.data })
+    )
       .then(
         (o) => {
           if (o.outcome === 'ignored') p.ignored += 1;

@@ -42,7 +42,8 @@ function* documentReports(bytes: Buffer, origin: string, how: DocumentImport): G
     return;
   }
   const many = imported.reports.length > 1;
-  for (const [i, report] of imported.reports.entries()) yield { origin: many ? `${origin}#runs[${i}]` : origin, data: report };
+  for (const [i, report] of imported.reports.entries())
+    yield { origin: many ? `${origin}#runs[${i}]` : origin, data: report, checked: true };
 }
 
 /** The reports of scanner documents: each input file (or standard input) is one document, read whole. */

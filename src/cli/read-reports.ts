@@ -16,6 +16,8 @@ export interface ReadRecord {
   /** Where the record came from, e.g. `reports.jsonl:12` or `batch.json[3]`. */
   origin: string;
   data?: unknown;
+  /** Set when `data` is a report the reader already validated (a scanner document's): not checked again. */
+  checked?: boolean;
   /** Why the record could not be read as JSON. */
   error?: string;
 }

@@ -1,5 +1,4 @@
-import { z } from 'zod';
-import { describeIssues } from '../queue/contract.js';
+import { at, fail, integer, type JsonObject, list, Malformed, object, requiredObject, text, texts } from './read.js';
 import {
   type ConvertContext,
   type Conversion,
@@ -14,64 +13,45 @@ import {
 
 /**
  * SARIF 2.1.0 (CodeQL, Semgrep, Trivy `--format sarif`, …) to Vulcan reports, SPEC §13: one
- * report per run, one vulnerability per result. Only the fields the mapping reads are described
- * (and type-checked); everything else in the document is ignored.
+ * report per run, one vulnerability per result. Only the fields the mapping reads are read (and
+ * type-checked); everything else in the document is ignored.
  */
 
-const str = z.string().nullish();
-const message = z.object({ text: str }).nullish();
-const properties = z.object({ tags: z.array(z.string()).nullish(), 'security-severity': z.unknown().optional() }).nullish();
+/** What the mapping reads of a reporting descriptor (a rule). */
+interface Rule {
+  id: string | undefined;
+  summary: string | undefined;
+  help: string | undefined;
+  helpUri: string | undefined;
+  level: string | undefined;
+  severity: unknown;
+  tags: string[];
+}
 
-const ruleSchema = z.object({
-  id: str,
-  name: str,
-  shortDescription: message,
-  help: message,
-  helpUri: str,
-  defaultConfiguration: z.object({ level: str }).nullish(),
-  properties,
-});
-type Rule = z.infer<typeof ruleSchema>;
+function readRule(value: unknown, path: string): Rule {
+  const rule = requiredObject(value, path);
+  const properties = object(rule.properties, at(path, 'properties'));
+  return {
+    id: text(rule.id, at(path, 'id')),
+    summary: firstPresent(
+      text(object(rule.shortDescription, at(path, 'shortDescription'))?.text, at(path, 'shortDescription.text')),
+      text(rule.name, at(path, 'name')),
+    ),
+    help: present(text(object(rule.help, at(path, 'help'))?.text, at(path, 'help.text'))),
+    helpUri: present(text(rule.helpUri, at(path, 'helpUri'))),
+    level: text(object(rule.defaultConfiguration, at(path, 'defaultConfiguration'))?.level, at(path, 'defaultConfiguration.level')),
+    severity: properties?.['security-severity'],
+    tags: texts(properties?.tags, at(path, 'properties.tags')),
+  };
+}
 
-const toolComponent = z.object({ name: str, semanticVersion: str, version: str, rules: z.array(ruleSchema).nullish() });
+const readRules = (value: unknown, path: string): Rule[] => list(value, path).map((r, i) => readRule(r, at(path, i)));
 
-const resultSchema = z.object({
-  ruleId: str,
-  ruleIndex: z.number().int().nullish(),
-  rule: z
-    .object({ id: str, index: z.number().int().nullish(), toolComponent: z.object({ index: z.number().int().nullish() }).nullish() })
-    .nullish(),
-  kind: str,
-  level: str,
-  message,
-  locations: z
-    .array(
-      z.object({
-        physicalLocation: z
-          .object({
-            artifactLocation: z.object({ uri: str }).nullish(),
-            region: z.object({ startLine: z.number().int().nullish() }).nullish(),
-          })
-          .nullish(),
-      }),
-    )
-    .nullish(),
-  partialFingerprints: z.record(z.string(), z.string()).nullish(),
-  fingerprints: z.record(z.string(), z.string()).nullish(),
-  properties,
-});
-type Result = z.infer<typeof resultSchema>;
-
-const runSchema = z.object({
-  tool: z.object({ driver: toolComponent.extend({ name: z.string().min(1) }), extensions: z.array(toolComponent).nullish() }),
-  automationDetails: z.object({ id: str, guid: str }).nullish(),
-  versionControlProvenance: z.array(z.object({ repositoryUri: str })).nullish(),
-  invocations: z.array(z.object({ startTimeUtc: str, endTimeUtc: str })).nullish(),
-  results: z.array(resultSchema).nullish(),
-});
-type Run = z.infer<typeof runSchema>;
-
-const sarifSchema = z.object({ runs: z.array(runSchema) }, { error: 'must be a JSON object' });
+/** The rules of a run: the driver's, and each extension's (a result's rule.toolComponent.index names one). */
+interface Rules {
+  driver: Rule[];
+  extensions: Rule[][];
+}
 
 /** SARIF `level` when no `security-severity` gives a score. */
 const LEVEL_SCORES: Record<string, number> = { error: 7.0, warning: 4.0, note: 1.0, none: 0 };
@@ -88,76 +68,125 @@ function securitySeverity(value: unknown): number | undefined {
 }
 
 /** The rule a result refers to: by index (in the driver, or in the extension its toolComponent names), else by id. */
-function ruleOf(run: Run, result: Result): Rule | undefined {
-  const component = result.rule?.toolComponent?.index;
-  const rules = (component == null ? run.tool.driver.rules : run.tool.extensions?.[component]?.rules) ?? [];
-  const index = result.rule?.index ?? result.ruleIndex;
-  if (index != null && rules[index]) return rules[index];
-  const id = result.rule?.id ?? result.ruleId;
-  return id == null ? undefined : rules.find((r) => r.id === id);
+function ruleOf(rules: Rules, result: JsonObject, path: string): Rule | undefined {
+  const ref = object(result.rule, at(path, 'rule'));
+  const component = integer(object(ref?.toolComponent, at(path, 'rule.toolComponent'))?.index, at(path, 'rule.toolComponent.index'));
+  const candidates = (component === undefined ? rules.driver : rules.extensions[component]) ?? [];
+  const index = integer(ref?.index, at(path, 'rule.index')) ?? integer(result.ruleIndex, at(path, 'ruleIndex'));
+  if (index !== undefined && candidates[index]) return candidates[index];
+  const id = text(ref?.id, at(path, 'rule.id')) ?? text(result.ruleId, at(path, 'ruleId'));
+  return id === undefined ? undefined : candidates.find((r) => r.id === id);
 }
 
-function affectedResource(result: Result): string | undefined {
-  const location = result.locations?.[0]?.physicalLocation;
-  const uri = present(location?.artifactLocation?.uri);
+function affectedResource(result: JsonObject, path: string): string | undefined {
+  const first = list(result.locations, at(path, 'locations'))[0];
+  const location = object(object(first, at(path, 'locations[0]'))?.physicalLocation, at(path, 'locations[0].physicalLocation'));
+  const where = at(path, 'locations[0].physicalLocation');
+  const uri = present(text(object(location?.artifactLocation, at(where, 'artifactLocation'))?.uri, at(where, 'artifactLocation.uri')));
   if (uri === undefined) return undefined;
-  const line = location?.region?.startLine;
-  return line == null ? uri : `${uri}:${line}`;
+  const line = integer(object(location?.region, at(where, 'region'))?.startLine, at(where, 'region.startLine'));
+  return line === undefined ? uri : `${uri}:${line}`;
 }
 
-const firstValue = (record: Record<string, string> | null | undefined) => (record ? present(Object.values(record)[0]) : undefined);
+/** The first value of a string → string object (fingerprints). */
+function firstValue(value: unknown, path: string): string | undefined {
+  const record = object(value, path);
+  if (record === undefined) return undefined;
+  for (const key in record) return present(text(record[key], at(path, key)));
+  return undefined;
+}
 
-export function sarifVulnerability(result: Result, rule: Rule | undefined): VulcanVulnerability {
-  const tags = rule?.properties?.tags ?? [];
+/** One result as a vulnerability (SPEC §13), reading its rule's fields where the result has none. */
+function sarifVulnerability(result: JsonObject, rule: Rule | undefined, path: string): VulcanVulnerability {
+  const tags = rule?.tags ?? [];
   const cwe = tags.map((t) => CWE_TAG.exec(t)).find((m) => m !== null);
-  const level = firstPresent(result.level, rule?.defaultConfiguration?.level) ?? DEFAULT_LEVEL;
-  const score =
-    securitySeverity(rule?.properties?.['security-severity']) ??
-    securitySeverity(result.properties?.['security-severity']) ??
-    LEVEL_SCORES[level] ??
-    0;
-  const help = present(rule?.help?.text);
-  const helpUri = present(rule?.helpUri);
+  const level = firstPresent(text(result.level, at(path, 'level')), rule?.level) ?? DEFAULT_LEVEL;
+  const resultSeverity = object(result.properties, at(path, 'properties'))?.['security-severity'];
+  const score = securitySeverity(rule?.severity) ?? securitySeverity(resultSeverity) ?? LEVEL_SCORES[level] ?? 0;
   return {
-    summary: firstPresent(rule?.shortDescription?.text, rule?.name, result.ruleId, result.rule?.id) ?? '',
+    summary: firstPresent(rule?.summary, text(result.ruleId, at(path, 'ruleId')), rule?.id) ?? '',
     score,
     cwe_id: cwe ? Number(cwe[1]) : null,
-    affected_resource: affectedResource(result) ?? null,
-    details: present(result.message?.text) ?? null,
-    recommendations: help === undefined ? [] : [help],
-    references: helpUri === undefined ? [] : [helpUri],
+    affected_resource: affectedResource(result, path) ?? null,
+    details: present(text(object(result.message, at(path, 'message'))?.text, at(path, 'message.text'))) ?? null,
+    recommendations: rule?.help === undefined ? [] : [rule.help],
+    references: rule?.helpUri === undefined ? [] : [rule.helpUri],
     labels: tags.filter((t) => !CWE_TAG.test(t)),
-    fingerprint: firstValue(result.partialFingerprints) ?? firstValue(result.fingerprints) ?? null,
+    fingerprint:
+      firstValue(result.partialFingerprints, at(path, 'partialFingerprints')) ??
+      firstValue(result.fingerprints, at(path, 'fingerprints')) ??
+      null,
   };
 }
 
-function runReport(run: Run, index: number, ctx: ConvertContext): VulcanReport | string {
-  const target = firstPresent(ctx.target, run.versionControlProvenance?.[0]?.repositoryUri);
-  if (target === undefined) return noTarget(`runs[${index}] (no versionControlProvenance[0].repositoryUri)`);
-  const invocation = run.invocations?.[0];
-  const driver = run.tool.driver;
+function vulnerabilitiesOf(run: JsonObject, rules: Rules, path: string): VulcanVulnerability[] {
+  const out: VulcanVulnerability[] = [];
+  const results = list(run.results, at(path, 'results'));
+  for (let i = 0; i < results.length; i++) {
+    const where = at(at(path, 'results'), i);
+    const result = requiredObject(results[i], where);
+    if (NOT_A_PROBLEM.has(text(result.kind, at(where, 'kind')) ?? '')) continue;
+    out.push(sarifVulnerability(result, ruleOf(rules, result, where), where));
+  }
+  return out;
+}
+
+function runReport(value: unknown, index: number, ctx: ConvertContext): VulcanReport | string {
+  const path = `runs[${index}]`;
+  const run = requiredObject(value, path);
+  const tool = requiredObject(run.tool, at(path, 'tool'));
+  const driver = requiredObject(tool.driver, at(path, 'tool.driver'));
+  const name = present(text(driver.name, at(path, 'tool.driver.name'))) ?? fail(at(path, 'tool.driver.name'), 'a non-empty string');
+  const extensions = list(tool.extensions, at(path, 'tool.extensions'));
+  const rules: Rules = {
+    driver: readRules(driver.rules, at(path, 'tool.driver.rules')),
+    extensions: extensions.map((e, i) =>
+      readRules(object(e, at(path, `tool.extensions[${i}]`))?.rules, at(path, `tool.extensions[${i}].rules`)),
+    ),
+  };
+  const repository = object(
+    list(run.versionControlProvenance, at(path, 'versionControlProvenance'))[0],
+    at(path, 'versionControlProvenance[0]'),
+  );
+  const target = firstPresent(ctx.target, text(repository?.repositoryUri, at(path, 'versionControlProvenance[0].repositoryUri')));
+  if (target === undefined) return noTarget(`${path} (no versionControlProvenance[0].repositoryUri)`);
+  const automation = object(run.automationDetails, at(path, 'automationDetails'));
+  const invocation = object(list(run.invocations, at(path, 'invocations'))[0], at(path, 'invocations[0]'));
   return {
     status: 'FINISHED',
-    check_id: firstPresent(run.automationDetails?.guid) ?? documentCheckId(ctx.sha256, index),
-    checktype_name: driver.name,
-    checktype_version: firstPresent(driver.semanticVersion, driver.version) ?? null,
+    check_id: present(text(automation?.guid, at(path, 'automationDetails.guid'))) ?? documentCheckId(ctx.sha256, index),
+    checktype_name: name,
+    checktype_version:
+      firstPresent(
+        text(driver.semanticVersion, at(path, 'tool.driver.semanticVersion')),
+        text(driver.version, at(path, 'tool.driver.version')),
+      ) ?? null,
     target,
-    options: present(run.automationDetails?.id) ?? null,
-    end_time: firstPresent(invocation?.endTimeUtc, invocation?.startTimeUtc) ?? fallbackTime(ctx),
-    vulnerabilities: (run.results ?? []).filter((r) => !NOT_A_PROBLEM.has(r.kind ?? '')).map((r) => sarifVulnerability(r, ruleOf(run, r))),
+    options: present(text(automation?.id, at(path, 'automationDetails.id'))) ?? null,
+    end_time:
+      firstPresent(
+        text(invocation?.endTimeUtc, at(path, 'invocations[0].endTimeUtc')),
+        text(invocation?.startTimeUtc, at(path, 'invocations[0].startTimeUtc')),
+      ) ?? fallbackTime(ctx),
+    vulnerabilities: vulnerabilitiesOf(run, rules, path),
   };
 }
 
 /** SPEC §13: a SARIF 2.1.0 document as one Vulcan report per run. */
 export function sarifReports(document: unknown, ctx: ConvertContext): Conversion {
-  const parsed = sarifSchema.safeParse(document);
-  if (!parsed.success) return { reason: `not a SARIF 2.1.0 document: ${describeIssues(parsed.error)}` };
-  if (parsed.data.runs.length === 0) return { reason: 'the SARIF document holds no runs' };
-  const reports: VulcanReport[] = [];
-  for (const [i, run] of parsed.data.runs.entries()) {
-    const report = runReport(run, i, ctx);
-    if (typeof report === 'string') return { reason: report };
-    reports.push(report);
+  try {
+    const doc = object(document, 'document') ?? fail('document', 'an object');
+    const runs = Array.isArray(doc.runs) ? doc.runs : fail('runs', 'an array');
+    if (runs.length === 0) return { reason: 'the SARIF document holds no runs' };
+    const reports: VulcanReport[] = [];
+    for (let i = 0; i < runs.length; i++) {
+      const report = runReport(runs[i], i, ctx);
+      if (typeof report === 'string') return { reason: report };
+      reports.push(report);
+    }
+    return { reports };
+  } catch (err) {
+    if (err instanceof Malformed) return { reason: `not a SARIF 2.1.0 document: ${err.message}` };
+    throw err;
   }
-  return { reports };
 }

@@ -5,7 +5,8 @@ import { SimulatedCrash, type WriteStep } from './batch-writes.js';
 import type { Store } from '../storage/gateway.js';
 import { StoreError } from '../storage/store-errors.js';
 import type { NormalizedReport } from './normalize.js';
-import { prepareReport, type Prepared } from './prepare.js';
+import { prepareChecked, prepareReport, type Prepared } from './prepare.js';
+import type { FinishedReport } from '../queue/contract.js';
 import type { HeldLocks, Locks } from '../locks/target-locks.js';
 import { countReports, ingestBatchDuration, ingestLag } from '../observability/metrics.js';
 import type { TotalsRewriter } from './totals.js';
@@ -94,6 +95,11 @@ export class ReportBatcher {
   /** Validates and normalises a job's report (what `submit` starts with). */
   prepare(data: unknown): Prepared {
     return prepareReport(data, { maxEventAgeDays: this.opts.maxEventAgeDays, now: nowSeconds() });
+  }
+
+  /** `prepare` of a report the producer already validated (`checkReport`): a converted scanner document's. */
+  prepareChecked(report: FinishedReport): Exclude<Prepared, { kind: 'invalid' }> {
+    return prepareChecked(report, { maxEventAgeDays: this.opts.maxEventAgeDays, now: nowSeconds() });
   }
 
   /** Applies a report `prepare` found valid, with the next batch that can take it. */

@@ -1,4 +1,4 @@
-import { checkReport } from '../queue/contract.js';
+import { checkReport, type FinishedReport } from '../queue/contract.js';
 import { normalizeReport, type NormalizedReport } from './normalize.js';
 
 /**
@@ -20,7 +20,12 @@ export function prepareReport(data: unknown, opts: PrepareOptions): Prepared {
   const verdict = checkReport(data);
   if (verdict.kind === 'invalid') return verdict;
   if (verdict.kind === 'ignored') return { kind: 'ignored', reason: `status ${JSON.stringify(verdict.status)} is not FINISHED` };
-  const report = normalizeReport(verdict.report);
+  return prepareChecked(verdict.report, opts);
+}
+
+/** `prepareReport` of a report `checkReport` already found FINISHED and valid (a converted scanner document's). */
+export function prepareChecked(checked: FinishedReport, opts: PrepareOptions): Exclude<Prepared, { kind: 'invalid' }> {
+  const report = normalizeReport(checked);
   if (opts.maxEventAgeDays > 0 && report.time < opts.now - opts.maxEventAgeDays * 86_400) {
     return { kind: 'ignored', reason: `older than MAX_EVENT_AGE_DAYS (${opts.maxEventAgeDays})` };
   }
