@@ -39,7 +39,8 @@ export function activeDecisionsAt(name: string, where = '1'): string {
       WHERE e.finding_id IN (SELECT finding_id FROM finding_decisions WHERE decision = 'false_positive' AND ${where})
         AND e.time <= ${t}
         AND e.time > toStartOfSecond(fp.created_at)
-        AND e.fingerprint != fp.fingerprint`;
+        AND e.fingerprint != fp.fingerprint
+      SETTINGS join_algorithm = 'hash'`;
   return `
     SELECT *
     FROM finding_decisions

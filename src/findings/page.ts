@@ -1,5 +1,7 @@
 import type { FindingFilters, Paging } from '../filters/params.js';
 import { findingConditions, merge, whereClause, type Sql } from '../filters/sql.js';
+import { decisionSelection } from '../decisions/suppression.js';
+import { decisionsAt } from '../decisions/store.js';
 import type { Store } from '../storage/gateway.js';
 import {
   byId,
@@ -167,11 +169,14 @@ export async function findingPage(
   now: number,
 ): Promise<PageOf<FindingWithContext>> {
   const selected = findingConditions(filters, now);
-  const where = merge(baseConditions(base), selected.scope);
+  // SPEC §12.3: `decision=` and each finding's decision, at the list's reference instant.
+  const t = filters.atDate ?? now;
+  const decision = await decisionSelection(store, filters.decision, t);
+  const where = merge(baseConditions(base), selected.scope, decision);
   const order = filters.sortBy ?? 'id';
   const total = keptTotalOf(base, filters);
   if (selected.inIdOrder && order === 'id') {
-    const ordered = merge(baseConditions(base), selected.inIdOrder.scope);
+    const ordered = merge(baseConditions(base), selected.inIdOrder.scope, decision);
     const params = { ...ordered.params, ...total?.params };
     // A count reads the deduplicated scope, not its rows in id order.
     const count: CountStatement = { sql: countSql(selected.from, whereClause(where)), params };
@@ -183,7 +188,7 @@ export async function findingPage(
       : [];
     const told = total ? found[0]?.page_total : undefined;
     const counted = total ? await toldTotal(store, count, page, found.length, told) : await pageTotal(store, count, page, found.length);
-    return { rows: found.map(withContext).sort(byIdText), pagination: pagination(page, counted) };
+    return { rows: await withDecisionsAt(store, found.map(withContext).sort(byIdText), t), pagination: pagination(page, counted) };
   }
   const params = { ...where.params, ...total?.params };
   const count: CountStatement = { sql: countSql(selected.from, whereClause(where)), params };
@@ -196,7 +201,7 @@ export async function findingPage(
   const counted = total
     ? await toldTotal(store, count, page, keys.length, keys[0]?.page_total)
     : await pageTotal(store, count, page, keys.length);
-  const rows = new Map((await findingsByKeys(store, keys)).map((r) => [r.id, r]));
+  const rows = new Map((await findingsByKeys(store, keys, t)).map((r) => [r.id, r]));
   return { rows: keys.flatMap((r) => rows.get(r.id) ?? []), pagination: pagination(page, counted) };
 }
 
@@ -206,14 +211,29 @@ export interface FindingKey {
   target_id: string;
 }
 
-/** Findings with their context, each found by its primary key (target_id, id); in id order. */
-export async function findingsByKeys(store: Store, keys: FindingKey[]): Promise<FindingWithContext[]> {
+/**
+ * Findings with their context, each found by its primary key (target_id, id); in id order. With
+ * `t`, each with its decision active at t (SPEC §12.3).
+ */
+export async function findingsByKeys(store: Store, keys: FindingKey[], t?: number): Promise<FindingWithContext[]> {
   if (keys.length === 0) return [];
   const rows = await store.query<ContextRow>(ROWS_BY_KEYS, {
     ids: keys.map((k) => k.id),
     targetIds: [...new Set(keys.map((k) => k.target_id))],
   });
-  return rows.map(withContext).sort(byIdText);
+  const found = rows.map(withContext).sort(byIdText);
+  return t === undefined ? found : withDecisionsAt(store, found, t);
+}
+
+/** Sets each finding's `decision`: the one active at `t`, or null (nothing is read while there are none). */
+async function withDecisionsAt(store: Store, rows: FindingWithContext[], t: number): Promise<FindingWithContext[]> {
+  const active = await decisionsAt(
+    store,
+    rows.map((r) => r.id),
+    t,
+  );
+  for (const r of rows) r.decision = active.get(r.id) ?? null;
+  return rows;
 }
 
 /** SPEC §5.4's id order (the byte order of the lowercase text, which is how ids come back). */

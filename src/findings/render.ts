@@ -71,6 +71,7 @@ export function renderFindings(rows: FindingWithContext[], ref: FindingReference
       impact_details: event?.impact_details ?? '',
       ...exposureAt(row, ref.t, ref.atDate),
       sla_due: slaDueText(row, ref),
+      decision: row.decision ?? null,
       score: row.score,
       resources: parseResources(event?.resources),
       issue: row.issue,

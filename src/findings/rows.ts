@@ -1,6 +1,7 @@
 import { NIL_UUID } from '../domain/uuid.js';
 import type { IssueBody } from '../issues/schema.js';
 import type { SourceBody } from '../sources/schema.js';
+import type { Decision } from '../decisions/store.js';
 
 /** What the findings statements (page.ts) read, and the shape the render step takes. */
 
@@ -36,6 +37,8 @@ export interface FindingWithContext extends StoredFinding {
   issue: IssueBody;
   identifier: string;
   teams: string[];
+  /** SPEC §12.3: the decision active at the list's reference instant (set by the page's statements). */
+  decision?: Decision | null;
 }
 
 /** A row of the statements' WITH_CONTEXT_COLUMNS (page.ts). */

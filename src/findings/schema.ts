@@ -1,3 +1,4 @@
+import { decisionObject } from '../decisions/schema.js';
 import { z } from 'zod';
 import { countSchema, entityIdSchema, instantSchema, paginationSchema, teamIdSchema } from '../http/schema.js';
 import { issueSchema } from '../issues/schema.js';
@@ -33,7 +34,10 @@ const findingSchema = z
     sla_due: z
       .string()
       .nullable()
-      .describe('RFC 3339: remediation deadline of the period OPEN at the reference instant; null when not OPEN then or no SLA (SPEC §12.1)'),
+      .describe(
+        'RFC 3339: remediation deadline of the period OPEN at the reference instant; null when not OPEN then or no SLA (SPEC §12.1)',
+      ),
+    decision: decisionObject.nullable().describe('The triage decision active at the reference instant, or null (SPEC §12.3)'),
     resources: z.array(resourceGroupSchema).describe('Resources of the latest detection'),
     issue: issueSchema,
     target: targetSchema,
