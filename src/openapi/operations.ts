@@ -4,6 +4,7 @@ import { entityMttrResponse, findingEventListResponse, findingListResponse, find
 import { issueListResponse, issueResponse } from '../issues/schema.js';
 import { METRICS_PREFIX } from '../metrics/app.js';
 import { METRICS } from '../metrics/routes.js';
+import { webhookOperations } from '../notifications/schema.js';
 import { finishedReportSchema } from '../queue/contract.js';
 import { sourceListResponse, sourceResponse } from '../sources/schema.js';
 import {
@@ -28,7 +29,7 @@ import { associateTeamsBody, targetListResponse, targetResponse } from '../targe
  */
 
 export interface Operation {
-  method: 'get' | 'post';
+  method: 'get' | 'post' | 'put' | 'delete';
   /** OpenAPI form, e.g. /findings/{finding_id}. */
   path: string;
   tag: string;
@@ -278,4 +279,5 @@ export const metricsOperations: Operation[] = [
     response: health,
     errors: [503],
   },
+  ...webhookOperations,
 ];
