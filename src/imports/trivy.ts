@@ -1,5 +1,4 @@
-import { z } from 'zod';
-import { describeIssues } from '../queue/contract.js';
+import { at, fail, integer, type JsonObject, list, Malformed, number, object, requiredObject, text, texts } from './read.js';
 import {
   type ConvertContext,
   type Conversion,
@@ -15,151 +14,141 @@ import {
 /**
  * Trivy JSON (`trivy image|fs|repo --format json`, schema version 2) to a Vulcan report, SPEC §13:
  * one report per document; each vulnerability, failed misconfiguration and secret of each result
- * is a vulnerability. Only the fields the mapping reads are described (and type-checked).
+ * is a vulnerability. Only the fields the mapping reads are read (and type-checked).
  */
-
-const str = z.string().nullish();
-const strings = z.array(z.string()).nullish();
-
-const vulnerabilitySchema = z.object({
-  VulnerabilityID: z.string().min(1),
-  PkgName: z.string(),
-  InstalledVersion: str,
-  FixedVersion: str,
-  Title: str,
-  Description: str,
-  Severity: str,
-  CweIDs: strings,
-  CVSS: z.record(z.string(), z.object({ V3Score: z.number().nullish() }).nullish()).nullish(),
-  References: strings,
-});
-type Vulnerability = z.infer<typeof vulnerabilitySchema>;
-
-const misconfigurationSchema = z.object({
-  ID: z.string().min(1),
-  Title: str,
-  Description: str,
-  Resolution: str,
-  Severity: str,
-  References: strings,
-  Status: str,
-});
-type Misconfiguration = z.infer<typeof misconfigurationSchema>;
-
-const secretSchema = z.object({ RuleID: z.string().min(1), Title: str, Severity: str, StartLine: z.number().int().nullish() });
-type Secret = z.infer<typeof secretSchema>;
-
-const resultSchema = z.object({
-  Target: z.string(),
-  Class: str,
-  Vulnerabilities: z.array(vulnerabilitySchema).nullish(),
-  Misconfigurations: z.array(misconfigurationSchema).nullish(),
-  Secrets: z.array(secretSchema).nullish(),
-});
-type Result = z.infer<typeof resultSchema>;
-
-const trivySchema = z.object(
-  {
-    SchemaVersion: z.number({ error: 'must be a number (a Trivy JSON document has one)' }),
-    ArtifactName: str,
-    CreatedAt: str,
-    Trivy: z.object({ Version: str }).nullish(),
-    Results: z.array(resultSchema).nullish(),
-  },
-  { error: 'must be a JSON object' },
-);
 
 /** Trivy's `Severity` when no CVSS v3 score is given. */
 const SEVERITY_SCORES: Record<string, number> = { CRITICAL: 9.0, HIGH: 7.0, MEDIUM: 4.0, LOW: 1.0 };
-const bySeverity = (severity: string | null | undefined) => SEVERITY_SCORES[severity ?? ''] ?? 0;
 const CWE_ID = /^CWE-(\d+)$/i;
 
-const summaryOf = (id: string, title: string | null | undefined) => {
+/** What every finding of a result shares: the file or package set it is in, and its class. */
+interface Result {
+  target: string;
+  labels: string[];
+}
+
+const required = (value: unknown, path: string) => present(text(value, path)) ?? fail(path, 'a non-empty string');
+const severityScore = (entry: JsonObject, path: string) => SEVERITY_SCORES[text(entry.Severity, at(path, 'Severity')) ?? ''] ?? 0;
+
+const summaryOf = (id: string, title: string | undefined) => {
   const t = present(title);
   return t === undefined ? id : `${id}: ${t}`;
 };
-const labelsOf = (result: Result) => (present(result.Class) === undefined ? [] : [result.Class!]);
 
-/** The highest CVSS v3 score of any source (nvd, redhat, ghsa…), else the score of the severity. */
-function scoreOf(v: Vulnerability): number {
+/** The highest CVSS v3 score of any source (nvd, redhat, ghsa…), else undefined. */
+function highestV3(value: unknown, path: string): number | undefined {
+  const sources = object(value, path);
   let best: number | undefined;
-  for (const source of Object.values(v.CVSS ?? {})) {
-    const s = source?.V3Score;
-    if (s != null && (best === undefined || s > best)) best = s;
+  for (const name in sources) {
+    const s = number(object(sources[name], at(path, name))?.V3Score, at(path, `${name}.V3Score`));
+    if (s !== undefined && (best === undefined || s > best)) best = s;
   }
-  return best ?? bySeverity(v.Severity);
+  return best;
 }
 
 /** The first entry of CweIDs that is a CWE id (`CWE-79`; NVD also writes `NVD-CWE-Other`). */
-function cweOf(v: Vulnerability): number | null {
-  for (const id of v.CweIDs ?? []) {
+function cweOf(value: unknown, path: string): number | null {
+  for (const id of texts(value, path)) {
     const m = CWE_ID.exec(id);
     if (m) return Number(m[1]);
   }
   return null;
 }
 
-export function trivyVulnerability(v: Vulnerability, result: Result): VulcanVulnerability {
-  const installed = present(v.InstalledVersion);
-  const fixed = present(v.FixedVersion);
+function vulnerability(v: JsonObject, result: Result, path: string): VulcanVulnerability {
+  const pkg = text(v.PkgName, at(path, 'PkgName')) ?? fail(at(path, 'PkgName'), 'a string');
+  const installed = present(text(v.InstalledVersion, at(path, 'InstalledVersion')));
+  const fixed = present(text(v.FixedVersion, at(path, 'FixedVersion')));
   return {
-    summary: summaryOf(v.VulnerabilityID, v.Title),
-    score: scoreOf(v),
-    cwe_id: cweOf(v),
-    affected_resource: `${installed === undefined ? v.PkgName : `${v.PkgName}@${installed}`} (${result.Target})`,
-    details: present(v.Description) ?? null,
-    recommendations: fixed === undefined ? [] : [`Upgrade ${v.PkgName} to ${fixed}`],
-    references: v.References ?? [],
-    labels: labelsOf(result),
+    summary: summaryOf(required(v.VulnerabilityID, at(path, 'VulnerabilityID')), text(v.Title, at(path, 'Title'))),
+    score: highestV3(v.CVSS, at(path, 'CVSS')) ?? severityScore(v, path),
+    cwe_id: cweOf(v.CweIDs, at(path, 'CweIDs')),
+    affected_resource: `${installed === undefined ? pkg : `${pkg}@${installed}`} (${result.target})`,
+    details: present(text(v.Description, at(path, 'Description'))) ?? null,
+    recommendations: fixed === undefined ? [] : [`Upgrade ${pkg} to ${fixed}`],
+    references: texts(v.References, at(path, 'References')),
+    labels: result.labels,
   };
 }
 
-export function trivyMisconfiguration(m: Misconfiguration, result: Result): VulcanVulnerability {
-  const resolution = present(m.Resolution);
+function misconfiguration(m: JsonObject, result: Result, path: string): VulcanVulnerability {
+  const resolution = present(text(m.Resolution, at(path, 'Resolution')));
   return {
-    summary: summaryOf(m.ID, m.Title),
-    score: bySeverity(m.Severity),
-    affected_resource: result.Target,
-    details: present(m.Description) ?? null,
+    summary: summaryOf(required(m.ID, at(path, 'ID')), text(m.Title, at(path, 'Title'))),
+    score: severityScore(m, path),
+    affected_resource: result.target,
+    details: present(text(m.Description, at(path, 'Description'))) ?? null,
     recommendations: resolution === undefined ? [] : [resolution],
-    references: m.References ?? [],
-    labels: labelsOf(result),
+    references: texts(m.References, at(path, 'References')),
+    labels: result.labels,
   };
 }
 
-export function trivySecret(s: Secret, result: Result): VulcanVulnerability {
+function secret(s: JsonObject, result: Result, path: string): VulcanVulnerability {
+  const line = integer(s.StartLine, at(path, 'StartLine'));
   return {
-    summary: summaryOf(s.RuleID, s.Title),
-    score: bySeverity(s.Severity),
-    affected_resource: s.StartLine == null ? result.Target : `${result.Target}:${s.StartLine}`,
-    labels: labelsOf(result),
+    summary: summaryOf(required(s.RuleID, at(path, 'RuleID')), text(s.Title, at(path, 'Title'))),
+    score: severityScore(s, path),
+    affected_resource: line === undefined ? result.target : `${result.target}:${line}`,
+    labels: result.labels,
   };
 }
 
-function vulnerabilitiesOf(result: Result): VulcanVulnerability[] {
-  return [
-    ...(result.Vulnerabilities ?? []).map((v) => trivyVulnerability(v, result)),
+/** Each entry of a result's list, read by `read` (an entry that is not an object is malformed). */
+function entries(
+  value: unknown,
+  path: string,
+  read: (entry: JsonObject, path: string) => VulcanVulnerability | undefined,
+  out: VulcanVulnerability[],
+): void {
+  const items = list(value, path);
+  for (let i = 0; i < items.length; i++) {
+    const v = read(requiredObject(items[i], at(path, i)), at(path, i));
+    if (v !== undefined) out.push(v);
+  }
+}
+
+function vulnerabilitiesOf(value: unknown, path: string): VulcanVulnerability[] {
+  const out: VulcanVulnerability[] = [];
+  const results = list(value, path);
+  for (let i = 0; i < results.length; i++) {
+    const where = at(path, i);
+    const r = requiredObject(results[i], where);
+    const target = text(r.Target, at(where, 'Target')) ?? fail(at(where, 'Target'), 'a string');
+    const kind = present(text(r.Class, at(where, 'Class')));
+    const result: Result = { target, labels: kind === undefined ? [] : [kind] };
+    entries(r.Vulnerabilities, at(where, 'Vulnerabilities'), (v, p) => vulnerability(v, result, p), out);
     // Passed checks are listed too with --include-non-failures: they are not findings.
-    ...(result.Misconfigurations ?? []).filter((m) => m.Status !== 'PASS').map((m) => trivyMisconfiguration(m, result)),
-    ...(result.Secrets ?? []).map((s) => trivySecret(s, result)),
-  ];
+    entries(
+      r.Misconfigurations,
+      at(where, 'Misconfigurations'),
+      (m, p) => (m.Status === 'PASS' ? undefined : misconfiguration(m, result, p)),
+      out,
+    );
+    entries(r.Secrets, at(where, 'Secrets'), (s, p) => secret(s, result, p), out);
+  }
+  return out;
 }
 
 /** SPEC §13: a Trivy JSON document as one Vulcan report. */
 export function trivyReports(document: unknown, ctx: ConvertContext): Conversion {
-  const parsed = trivySchema.safeParse(document);
-  if (!parsed.success) return { reason: `not a Trivy JSON document: ${describeIssues(parsed.error)}` };
-  const doc = parsed.data;
-  const target = firstPresent(ctx.target, doc.ArtifactName);
-  if (target === undefined) return { reason: noTarget('the document (no ArtifactName)') };
-  const report: VulcanReport = {
-    status: 'FINISHED',
-    check_id: documentCheckId(ctx.sha256),
-    checktype_name: 'trivy',
-    checktype_version: present(doc.Trivy?.Version) ?? null,
-    target,
-    end_time: present(doc.CreatedAt) ?? fallbackTime(ctx),
-    vulnerabilities: (doc.Results ?? []).flatMap(vulnerabilitiesOf),
-  };
-  return { reports: [report] };
+  try {
+    const doc = object(document, 'document') ?? fail('document', 'an object');
+    number(doc.SchemaVersion, 'SchemaVersion') ?? fail('SchemaVersion', 'a number (a Trivy JSON document has one)');
+    const target = firstPresent(ctx.target, text(doc.ArtifactName, 'ArtifactName'));
+    if (target === undefined) return { reason: noTarget('the document (no ArtifactName)') };
+    const report: VulcanReport = {
+      status: 'FINISHED',
+      check_id: documentCheckId(ctx.sha256),
+      checktype_name: 'trivy',
+      checktype_version: present(text(object(doc.Trivy, 'Trivy')?.Version, 'Trivy.Version')) ?? null,
+      target,
+      end_time: present(text(doc.CreatedAt, 'CreatedAt')) ?? fallbackTime(ctx),
+      vulnerabilities: vulnerabilitiesOf(doc.Results, 'Results'),
+    };
+    return { reports: [report] };
+  } catch (err) {
+    if (err instanceof Malformed) return { reason: `not a Trivy JSON document: ${err.message}` };
+    throw err;
+  }
 }
