@@ -60,7 +60,8 @@ export async function dispatch(
   let deliveries = 0;
   for (const part of chunks(events)) {
     const keys = [...new Map(part.map((e) => [e.findingId, { id: e.findingId, target_id: e.targetId }])).values()];
-    const rows = new Map((await findingsByKeys(deps.store, keys)).map((r) => [r.id, r]));
+    // With the decision active now and sla_due: the finding object of GET /findings/{id} (SPEC §6.1).
+    const rows = new Map((await findingsByKeys(deps.store, keys, now)).map((r) => [r.id, r]));
     const jobs: { name: string; data: DeliveryJob; opts: ReturnType<typeof deliveryJobOptions> }[] = [];
     for (const event of part) {
       const row = rows.get(event.findingId);
