@@ -4,12 +4,16 @@ import { answerCached, normalisedParams } from './cache/response-cache.js';
 import { findingId } from './domain/ids.js';
 import { isUuid } from './domain/uuid.js';
 import { dbErrors } from './errors.js';
-import type { FindingFilters, Paging } from './filters/params.js';
+import { FINDING_LIST_PARAMS, type FindingFilters, type Paging } from './filters/params.js';
 import { merge } from './filters/sql.js';
 import { type FindingBase, findingPage, findingsByKeys } from './findings/page.js';
 import { findingKeys, findingOfIssueOnTarget, meanTtrDays, mttrScope } from './findings/queries.js';
 import { renderFindings } from './findings/render.js';
 import type { ApiContext } from './http/context.js';
+import { type EndpointWithParams, listEndpoint, oneEndpoint } from './http/endpoint.js';
+import { entityMttrResponse, findingListResponse, findingResponse } from './findings/schema.js';
+import { issueListResponse } from './issues/schema.js';
+import { targetListResponse } from './targets/schema.js';
 import { issuesOfTarget } from './issues/queries.js';
 import { round2 } from './stats/numbers.js';
 import { emptyPage } from './storage/paged.js';
@@ -19,7 +23,18 @@ import { targetsOfIssue } from './targets/queries.js';
  * The answers several resources give (SPEC §6.2–§6.5, §6.8): findings lists, single findings, a
  * finding by issue and target, per-entity MTTR, the targets of an issue and the issues of a
  * target. Routers call these; these call the resources' queries, so no router imports another's.
+ * Each comes with the builder of its endpoint declaration, which the resources' tables use.
  */
+
+/** The findings lists (SPEC §6.2–§6.5), which all go through the response cache. */
+export const findingListEndpoint = (path: string, tag: string, summary: string): EndpointWithParams => ({
+  ...listEndpoint(path, tag, summary, findingListResponse, FINDING_LIST_PARAMS),
+  cached: true,
+});
+export const findingEndpoint = (path: string, tag: string, summary: string) => oneEndpoint(path, tag, summary, findingResponse);
+export const mttrEndpoint = (path: string, tag: string, summary: string) => oneEndpoint(path, tag, summary, entityMttrResponse);
+export const targetsOfIssueEndpoint = (path: string, tag: string, summary: string) => listEndpoint(path, tag, summary, targetListResponse);
+export const issuesOfTargetEndpoint = (path: string, tag: string, summary: string) => listEndpoint(path, tag, summary, issueListResponse);
 
 /**
  * A findings list for a base (all, an issue's, a target's, a source's) with the filters of SPEC
@@ -57,7 +72,7 @@ export async function answerFindingList(
 /** One finding at now, or 404 (SPEC §6.2), also when its target is outside the caller's scope. */
 export async function oneFinding(api: ApiContext, scope: CallerScope, id: string | undefined) {
   if (!id || !isUuid(id)) throw dbErrors.notFound();
-  const [row] = await findingsByKeys(api.store, await findingKeys(api.store, [id]), api.now());
+  const [row] = await findingsByKeys(api.store, await findingKeys(api.store, [id]));
   if (!row || !canSee(scope, row.teams)) throw dbErrors.notFound();
   const [finding] = renderFindings([row], { t: api.now(), atDate: false, slaPolicy: api.slaPolicy });
   return { finding };

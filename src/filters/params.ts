@@ -135,6 +135,8 @@ const baseFields = {
 } as const;
 
 export type FieldName = keyof typeof baseFields;
+/** Every query parameter name the database APIs know (the OpenAPI test probes each). */
+export const FIELD_NAMES = Object.keys(baseFields) as FieldName[];
 type Fields = typeof baseFields;
 export type FieldOutput<K extends FieldName> = z.output<Fields[K]>;
 
@@ -216,7 +218,6 @@ export const FINDING_LIST_PARAMS = [
   'sla',
 ] as const satisfies readonly FieldName[];
 
-  'decision',
 /** Validates a findings list request (SPEC §5.2, §4.4) into filters and paging. */
 export function findingListQuery(query: RawQuery, limits: PageLimits) {
   const q = parseQuery(FINDING_LIST_PARAMS, query, limits);

@@ -2,27 +2,29 @@ import Router from '@koa/router';
 import { answerFindingList, answerMttr, oneFinding } from '../answers.js';
 import { findingsInScope, scopeOf } from '../auth/scope.js';
 import { isUuid } from '../domain/uuid.js';
-import { findingListQuery, pageQuery } from '../filters/params.js';
+import { findingListQuery, paging, parseQuery } from '../filters/params.js';
 import type { ApiContext } from '../http/context.js';
+import { routePath } from '../http/endpoint.js';
 import { emptyPage } from '../storage/paged.js';
+import { FINDING_ENDPOINTS as E } from './endpoints.js';
 import { eventPage } from './queries.js';
 import { renderEvent } from './render.js';
 
 export function findingRoutes(api: ApiContext): Router {
   const router = new Router();
 
-  router.get('/findings', async (ctx) => {
+  router.get(routePath(E.list), async (ctx) => {
     const { filters, page } = findingListQuery(ctx.query, api);
     await answerFindingList(ctx, api, {}, filters, page);
   });
 
-  router.get('/findings/:id', async (ctx) => {
-    ctx.body = await oneFinding(api, scopeOf(ctx), ctx.params.id);
+  router.get(routePath(E.one), async (ctx) => {
+    ctx.body = await oneFinding(api, scopeOf(ctx), ctx.params.finding_id);
   });
 
-  router.get('/findings/:id/events', async (ctx) => {
-    const page = pageQuery(ctx.query, api);
-    const id = ctx.params.id!;
+  router.get(routePath(E.events), async (ctx) => {
+    const page = paging(parseQuery(E.events.params, ctx.query, api), api);
+    const id = ctx.params.finding_id!;
     if (!isUuid(id)) {
       ctx.body = { pagination: emptyPage(page), events: [] };
       return;
@@ -31,8 +33,8 @@ export function findingRoutes(api: ApiContext): Router {
     ctx.body = { pagination: result.pagination, events: result.rows.map(renderEvent) };
   });
 
-  router.get('/findings/:id/mttr', async (ctx) => {
-    const id = ctx.params.id!;
+  router.get(routePath(E.mttr), async (ctx) => {
+    const id = ctx.params.finding_id!;
     ctx.body = await answerMttr(api, scopeOf(ctx), isUuid(id) ? { base: { ids: [id] } } : undefined);
   });
 

@@ -3,15 +3,17 @@ import { answerFindingList, answerMttr, issuesOfTargetList, issueTargetFinding }
 import { canSee, scopeOf, withinScope } from '../auth/scope.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
-import { findingListQuery, pageQuery, paging, parseQuery, toFilters } from '../filters/params.js';
+import { findingListQuery, paging, parseQuery, toFilters } from '../filters/params.js';
 import { readJsonBody } from '../http/body.js';
 import type { ApiContext } from '../http/context.js';
+import { routePath } from '../http/endpoint.js';
 import { describeIssues } from '../queue/contract.js';
 import { LockTimeout, type Locks } from '../locks/target-locks.js';
 import type { Logger } from '../log.js';
 import { associateTeams, TooManyTeams } from '../teams/associations.js';
 import { targetPage, targetsByIds } from './queries.js';
 import type { TotalsRewriter } from '../ingest/totals.js';
+import { TARGET_ENDPOINTS as E } from './endpoints.js';
 import { associateTeamsBody, associationProblem } from './schema.js';
 
 export function targetRoutes(
@@ -19,43 +21,44 @@ export function targetRoutes(
 ): Router {
   const router = new Router();
 
-  router.get('/targets', async (ctx) => {
-    const q = parseQuery(['page', 'size', 'identifiermatch', 'team', 'teams', 'identifier', 'identifiers'], ctx.query, api);
+  router.get(routePath(E.list), async (ctx) => {
+    const q = parseQuery(E.list.params, ctx.query, api);
     const result = await targetPage(api.store, withinScope(scopeOf(ctx), toFilters(q)), paging(q, api));
     ctx.body = { pagination: result.pagination, targets: result.rows };
   });
 
-  router.get('/targets/:id', async (ctx) => {
-    const id = ctx.params.id!;
+  router.get(routePath(E.one), async (ctx) => {
+    const id = ctx.params.target_id!;
     const target = isUuid(id) ? (await targetsByIds(api.store, [id])).get(id) : undefined;
     if (!target || !canSee(scopeOf(ctx), target.teams)) throw dbErrors.notFound();
     ctx.body = { target };
   });
 
-  router.get('/targets/:id/findings', async (ctx) => {
+  router.get(routePath(E.findings), async (ctx) => {
     const { filters, page } = findingListQuery(ctx.query, api);
-    const id = ctx.params.id!;
+    const id = ctx.params.target_id!;
     await answerFindingList(ctx, api, isUuid(id) ? { targetId: id } : undefined, filters, page);
   });
 
-  router.get('/targets/:id/issues', async (ctx) => {
-    ctx.body = await issuesOfTargetList(api, scopeOf(ctx), ctx.params.id!, pageQuery(ctx.query, api));
+  router.get(routePath(E.issues), async (ctx) => {
+    const page = paging(parseQuery(E.issues.params, ctx.query, api), api);
+    ctx.body = await issuesOfTargetList(api, scopeOf(ctx), ctx.params.target_id!, page);
   });
 
-  router.get('/targets/:id/issues/:issue', async (ctx) => {
-    ctx.body = await issueTargetFinding(api, scopeOf(ctx), ctx.params.issue!, ctx.params.id!);
+  router.get(routePath(E.finding), async (ctx) => {
+    ctx.body = await issueTargetFinding(api, scopeOf(ctx), ctx.params.issue_id!, ctx.params.target_id!);
   });
 
-  router.get('/targets/:id/issues/:issue/resources/:resource', async (ctx) => {
-    ctx.body = await issueTargetFinding(api, scopeOf(ctx), ctx.params.issue!, ctx.params.id!, ctx.params.resource!);
+  router.get(routePath(E.resourceFinding), async (ctx) => {
+    ctx.body = await issueTargetFinding(api, scopeOf(ctx), ctx.params.issue_id!, ctx.params.target_id!, ctx.params.resource!);
   });
 
-  router.get('/targets/:id/mttr', async (ctx) => {
-    const id = ctx.params.id!;
+  router.get(routePath(E.mttr), async (ctx) => {
+    const id = ctx.params.target_id!;
     ctx.body = await answerMttr(api, scopeOf(ctx), isUuid(id) ? { base: { targetId: id } } : undefined);
   });
 
-  router.post('/targets', async (ctx) => {
+  router.post(routePath(E.associate), async (ctx) => {
     const parsed = associateTeamsBody.safeParse(await readJsonBody(ctx, api.maxBodyBytes));
     if (!parsed.success) throw dbErrors.badBody(describeIssues(parsed.error));
     const { identifier, teams } = parsed.data;
