@@ -72,7 +72,7 @@ export async function answerFindingList(
 /** One finding at now, or 404 (SPEC §6.2), also when its target is outside the caller's scope. */
 export async function oneFinding(api: ApiContext, scope: CallerScope, id: string | undefined) {
   if (!id || !isUuid(id)) throw dbErrors.notFound();
-  const [row] = await findingsByKeys(api.store, await findingKeys(api.store, [id]));
+  const [row] = await findingsByKeys(api.store, await findingKeys(api.store, [id]), api.now());
   if (!row || !canSee(scope, row.teams)) throw dbErrors.notFound();
   const [finding] = renderFindings([row], { t: api.now(), atDate: false, slaPolicy: api.slaPolicy });
   return { finding };

@@ -4,6 +4,7 @@ import type { Endpoint } from '../http/endpoint.js';
 import { ISSUE_ENDPOINTS } from '../issues/endpoints.js';
 import { METRICS_PREFIX } from '../metrics/app.js';
 import { METRICS } from '../metrics/routes.js';
+import { webhookOperations } from '../notifications/schema.js';
 import { finishedReportSchema } from '../queue/contract.js';
 import { SOURCE_ENDPOINTS } from '../sources/endpoints.js';
 import {
@@ -127,4 +128,5 @@ export const metricsOperations: Operation[] = [
     response: health,
     errors: [503],
   },
+  ...webhookOperations,
 ];
