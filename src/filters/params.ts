@@ -216,9 +216,9 @@ export const FINDING_LIST_PARAMS = [
   'labels',
   'sortBy',
   'sla',
+  'decision',
 ] as const satisfies readonly FieldName[];
 
-  'decision',
 /** Validates a findings list request (SPEC §5.2, §4.4) into filters and paging. */
 export function findingListQuery(query: RawQuery, limits: PageLimits) {
   const q = parseQuery(FINDING_LIST_PARAMS, query, limits);
