@@ -98,7 +98,7 @@ describe('the admin listener', () => {
     expect(board.status).toBe(200);
     expect(await board.text()).toMatch(/<html/i);
     const queues = await json(fetch(`${svc.adminUrl}/admin/queues/api/queues`));
-    expect(queues.queues.map((q: { name: string }) => q.name).sort()).toEqual(['checks', 'checks-bulk']);
+    expect(queues.queues.map((q: { name: string }) => q.name).sort()).toEqual(['checks', 'checks-bulk', 'notifications']);
   });
 
   it('given a request with or without X-Request-Id, when answered, then the id is echoed or made', async () => {

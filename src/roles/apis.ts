@@ -1,0 +1,72 @@
+import http from 'node:http';
+import type { Queue } from 'bullmq';
+import { createDbApi } from '../app.js';
+import { openDbApiWarning } from '../auth/db-api.js';
+import { startDecisionEffects, type DecisionEffects } from '../decisions/effects.js';
+import { nowSeconds } from '../domain/time.js';
+import { answerClientErrors } from '../http/client-errors.js';
+import { closeServer, listen } from '../http/servers.js';
+import { createMetricsApi } from '../metrics/app.js';
+import { describeKeys, tokenKeys } from '../metrics/keys.js';
+import type { RoleContext, Stoppable } from './context.js';
+
+/** Stops accepting HTTP (answering the requests in flight), then the decisions' effects. */
+const stopping = (servers: http.Server[], decisions: DecisionEffects) => async () => {
+  await Promise.all(servers.map(closeServer));
+  await decisions.close();
+};
+
+/** The API role: both Koa apps, on one port or two (SPEC §10). */
+export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppable & { dbApiUrl: string; metricsApiUrl: string }> {
+  const { config, opts, log, store, redis, names } = s;
+  const metricsLog = log.child({ api: 'metrics' });
+  const tokens = tokenKeys(config.jwt, config.dataDir);
+  describeKeys(tokens, config.dataDir, metricsLog);
+  const openWarning = openDbApiWarning(config);
+  if (openWarning) log.warn(openWarning);
+  else if (config.dbApiAuth === 'jwt') log.info('database API: bearer tokens required (DB_API_AUTH=jwt)');
+  const dbApi = createDbApi({
+    store,
+    queue,
+    log: log.child({ api: 'database' }),
+    maxReportBytes: config.maxReportBytes,
+    pageSizeDefault: config.pageSizeDefault,
+    pageSizeMax: config.pageSizeMax,
+    locks: s.locks,
+    totals: s.totals,
+    cache: { redis, names },
+    ...(opts.now ? { now: opts.now } : {}),
+    // Team re-association changes every team-scoped answer: cached ones become stale.
+    onTeamsChanged: () => s.dataVersion.bump('teams associated'),
+    // SPEC §5.1: the metrics API's tokens, when DB_API_AUTH=jwt.
+    auth: config.dbApiAuth === 'jwt' ? tokens : undefined,
+    slaPolicy: config.slaPolicy,
+  });
+  // Decisions change statistics and lists: cached answers are refreshed, events emitted (SPEC §12.3).
+  const decisions = startDecisionEffects({ store, redis, names, dataVersion: s.dataVersion, now: opts.now ?? nowSeconds, log: metricsLog });
+  const metricsApi = createMetricsApi({
+    store,
+    log: metricsLog,
+    keys: tokens,
+    cache: { redis, names },
+    ...(opts.now ? { now: opts.now } : {}),
+    onDecision: decisions.onChange,
+    slaPolicy: config.slaPolicy,
+  });
+  if (config.dbApiPort === config.metricsApiPort && config.dbApiPort !== 0) {
+    // One port serves both route sets (SPEC §10).
+    const db = dbApi.callback();
+    const metrics = metricsApi.callback();
+    const server = http.createServer((req, res) => (req.url?.startsWith('/api/v1') ? metrics(req, res) : db(req, res)));
+    answerClientErrors(server, 'database');
+    const url = await listen(server, config.dbApiPort, config.host);
+    return { dbApiUrl: url, metricsApiUrl: url, stop: stopping([server], decisions) };
+  }
+  const dbServer = http.createServer(dbApi.callback());
+  const metricsServer = http.createServer(metricsApi.callback());
+  answerClientErrors(dbServer, 'database');
+  answerClientErrors(metricsServer, 'metrics');
+  const dbApiUrl = await listen(dbServer, config.dbApiPort, config.host);
+  const metricsApiUrl = await listen(metricsServer, config.metricsApiPort, config.host);
+  return { dbApiUrl, metricsApiUrl, stop: stopping([dbServer, metricsServer], decisions) };
+}

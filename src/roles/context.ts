@@ -1,0 +1,31 @@
+import type { Redis } from 'ioredis';
+import type { DataVersion } from '../cache/data-version.js';
+import type { Config } from '../config.js';
+import type { TotalsRewriter } from '../ingest/totals.js';
+import type { Locks } from '../locks/target-locks.js';
+import type { Logger } from '../log.js';
+import type { RedisNames } from '../queue/redis.js';
+import type { ServiceOptions } from '../service.js';
+import type { Store } from '../storage/gateway.js';
+
+/**
+ * What every role of the service shares (src/service.ts): the store, Redis, the target locks, the
+ * rewriter of the findings lists' totals (batches and POST /targets) and the data version of
+ * cached answers.
+ */
+export interface RoleContext {
+  config: Config;
+  opts: ServiceOptions;
+  log: Logger;
+  store: Store;
+  redis: Redis;
+  names: RedisNames;
+  locks: Locks;
+  totals: TotalsRewriter;
+  dataVersion: DataVersion;
+}
+
+/** A started role: stopped in the service's shutdown order. */
+export interface Stoppable {
+  stop(): Promise<void>;
+}
