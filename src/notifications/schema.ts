@@ -43,7 +43,7 @@ export const webhookOperations: Operation[] = [
     response: z
       .object({ webhooks: z.array(webhook) })
       .strict()
-      .describe('The subscriptions, oldest first'),
+      .describe('The subscriptions, by creation time (whole seconds), then id'),
     errors: [401, 403, 503],
   },
   {

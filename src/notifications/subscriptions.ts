@@ -71,7 +71,7 @@ export async function createSubscription(
   return s;
 }
 
-/** Every live subscription, oldest first. */
+/** Every live subscription, by creation time (whole seconds), then id. */
 export async function listSubscriptions(store: Store): Promise<Subscription[]> {
   const rows = await store.query<Row>(`${LIVE} ORDER BY created_at, id`);
   return rows.map(fromRow);

@@ -13,7 +13,7 @@ import { notificationsQueue } from './emit.js';
 import { startPeriodicChecks, type PeriodicCheck } from './periodic.js';
 import type { SlaPolicy } from '../sla/policy.js';
 import { slaBreaches } from './sla-breaches.js';
-import { listSubscriptions, type Subscription } from './subscriptions.js';
+import { findSubscription, listSubscriptions, type Subscription } from './subscriptions.js';
 
 /**
  * The notifications side of the worker role (`serve`, `serve worker`): the `notifications` queue's
@@ -40,18 +40,30 @@ export interface Notifications {
   close(): Promise<void>;
 }
 
-/** Subscriptions change rarely and deliveries are many: each process reads them at most this often. */
+/**
+ * Subscriptions change rarely and deliveries are many: each process reads them all at most every
+ * SUBSCRIPTIONS_TTL_MS. An id missing from that read (a subscription made since) is looked up on
+ * its own; one missing there is deleted for good (ids are never reused), and remembered as such.
+ */
 const SUBSCRIPTIONS_TTL_MS = 2000;
 
 function subscriptionLookup(store: Store) {
   let cached: { at: number; byId: Promise<Map<string, Subscription>> } | undefined;
-  return async (id: string) => {
-    if (!cached || Date.now() - cached.at > SUBSCRIPTIONS_TTL_MS) {
-      const byId = listSubscriptions(store).then((all) => new Map(all.map((s) => [s.id, s])));
-      cached = { at: Date.now(), byId };
-      byId.catch(() => (cached = undefined));
-    }
-    return (await cached.byId).get(id);
+  const deleted = new Set<string>();
+  const all = () => {
+    if (cached && Date.now() - cached.at <= SUBSCRIPTIONS_TTL_MS) return cached.byId;
+    const entry = { at: Date.now(), byId: listSubscriptions(store).then((subs) => new Map(subs.map((s) => [s.id, s]))) };
+    entry.byId.catch(() => {
+      if (cached === entry) cached = undefined;
+    });
+    cached = entry;
+    return entry.byId;
+  };
+  return async (id: string): Promise<Subscription | undefined> => {
+    if (deleted.has(id)) return undefined;
+    const found = (await all()).get(id) ?? (await findSubscription(store, id));
+    if (!found) deleted.add(id);
+    return found;
   };
 }
 
