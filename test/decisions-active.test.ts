@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { activeAtParams, activeDecisionsAt, notSuppressedAt, suppressedAt } from '../src/decisions/active.js';
+import { lapsedAt } from '../src/decisions/lapses.js';
 import { decisionTrail, makeDecision, revokeDecisions } from '../src/decisions/store.js';
 import { ingestBatch } from '../src/ingest/batch.js';
 import type { NormalizedReport } from '../src/ingest/normalize.js';
@@ -153,6 +154,9 @@ describe('a false positive lapses when the finding changes (SPEC §12.3)', () =>
     expect(await suppressed('2024-01-04T09:59:59Z')).toBe(true);
     expect(await suppressed('2024-01-04T10:00:00Z')).toBe(false);
     expect(await suppressed('2024-06-01T00:00:00Z')).toBe(false);
+    // The statistics bind the lapses read once per state of the data: the same instants.
+    expect(await lapsedAt(store, epoch('2024-01-04T09:59:59Z'))).toEqual([]);
+    expect(await lapsedAt(store, epoch('2024-01-04T10:00:00Z'))).toEqual([decision.id]);
   });
 
   it('not for an earlier detection with another fingerprint, nor for an accepted risk', async () => {

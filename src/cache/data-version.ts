@@ -12,6 +12,16 @@ import { keys, type RedisNames } from '../queue/redis.js';
  * The retry goes out from the `ready` handler, before any later command on the same connection,
  * so the cache's first lookup after the outage already sees the new version.
  */
+const changeListeners = new Set<() => void>();
+
+/**
+ * In-process answers derived from the store (e.g. when false positives lapse, src/decisions/lapses.ts)
+ * register here: every bump — a change of the data in this process — forgets them, before Redis is told.
+ */
+export function onDataChange(listener: () => void): void {
+  changeListeners.add(listener);
+}
+
 export class DataVersion {
   private started = 0;
   /** The first bump that failed and has not been made good since (Infinity: nothing owed). */
@@ -33,6 +43,7 @@ export class DataVersion {
 
   /** Never throws: a failure is logged and owed. */
   async bump(why: string): Promise<void> {
+    for (const listener of changeListeners) listener();
     const seq = this.started++;
     try {
       await this.redis.incr(keys.dataVersion(this.names));

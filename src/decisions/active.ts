@@ -26,20 +26,19 @@ export function activeAtParams(name: string, t: number): Record<string, string> 
  * The decisions active at T: rows of finding_decisions (every column) that hold at T. `where`
  * narrows the decisions read (e.g. one finding's), before the activity rules.
  */
-export function activeDecisionsAt(name: string, where = '1'): string {
+export function activeDecisionsAt(name: string, where = '1', boundLapses = false): string {
   const t = `{${name}:DateTime('UTC')}`;
   const end = `{${name}End:DateTime64(3, 'UTC')}`;
   // The false positives whose finding was seen with another fingerprint after the decision: the
   // events are read by their sort key (finding_id), for the findings with such a decision only.
   const lapsed = `
       SELECT fp.id
-      FROM finding_events AS e
+      FROM (SELECT finding_id, time, fingerprint FROM finding_events
+            WHERE finding_id IN (SELECT finding_id FROM finding_decisions WHERE decision = 'false_positive' AND ${where})
+              AND time <= ${t}) AS e
       INNER JOIN (SELECT id, finding_id, created_at, fingerprint FROM finding_decisions
                   WHERE decision = 'false_positive' AND ${where}) AS fp ON e.finding_id = fp.finding_id
-      WHERE e.finding_id IN (SELECT finding_id FROM finding_decisions WHERE decision = 'false_positive' AND ${where})
-        AND e.time <= ${t}
-        AND e.time > toStartOfSecond(fp.created_at)
-        AND e.fingerprint != fp.fingerprint
+      WHERE e.time > toStartOfSecond(fp.created_at) AND e.fingerprint != fp.fingerprint
       SETTINGS join_algorithm = 'hash'`;
   return `
     SELECT *
@@ -48,14 +47,16 @@ export function activeDecisionsAt(name: string, where = '1'): string {
       AND created_at < ${end}
       AND (expires_at IS NULL OR ${t} < expires_at)
       AND id NOT IN (SELECT decision_id FROM finding_decision_revocations WHERE revoked_at < ${end})
-      AND (decision = 'accepted_risk' OR id NOT IN (${lapsed}))`;
+      AND (decision = 'accepted_risk' OR id NOT IN ${boundLapses ? `{${name}Lapsed:Array(UUID)}` : `(${lapsed})`})`;
 }
 
 /**
  * Rows of findings (or a team's copy: columns target_id, id) that are NOT suppressed at T. Read by
  * (target_id, id), the findings tables' sort key.
  */
-export const notSuppressedAt = (name: string) => `(target_id, id) NOT IN (SELECT target_id, finding_id FROM (${activeDecisionsAt(name)}))`;
+export const notSuppressedAt = (name: string, boundLapses = false) =>
+  `(target_id, id) NOT IN (SELECT target_id, finding_id FROM (${activeDecisionsAt(name, '1', boundLapses)}))`;
 
 /** Rows of findings that ARE suppressed at T (to subtract them from materialized counters). */
-export const suppressedAt = (name: string) => `(target_id, id) IN (SELECT target_id, finding_id FROM (${activeDecisionsAt(name)}))`;
+export const suppressedAt = (name: string, boundLapses = false) =>
+  `(target_id, id) IN (SELECT target_id, finding_id FROM (${activeDecisionsAt(name, '1', boundLapses)}))`;

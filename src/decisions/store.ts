@@ -3,6 +3,7 @@ import { formatInstant, fromStoreDateTime } from '../domain/time.js';
 import { sqlAt } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import { activeAtParams, activeDecisionsAt, sqlMillis } from './active.js';
+import { forgetLapses } from './lapses.js';
 import { decisionsMayExist, markDecisionsExist } from './presence.js';
 
 /**
@@ -112,6 +113,7 @@ export async function makeDecision(
   };
   await store.insert('finding_decisions', [row]);
   markDecisionsExist(store);
+  forgetLapses();
   const decision: Decision = {
     id: row.id,
     finding_id: finding.id,

@@ -1,6 +1,7 @@
 import type { Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import { activeAtParams, activeDecisionsAt, notSuppressedAt, suppressedAt } from './active.js';
+import { lapsedAt } from './lapses.js';
 import { decisionsMayExist } from './presence.js';
 
 /**
@@ -39,33 +40,50 @@ async function applies(store: Store, f: SuppressionFilter): Promise<boolean> {
   return !f.includeSuppressed && (await decisionsMayExist(store));
 }
 
+/** The parameters of the statements' "active at t", with the lapsed false positives bound where they are known. */
+async function activeAt(store: Store, t: number): Promise<{ params: Record<string, unknown>; bound: boolean }> {
+  const lapsed = await lapsedAt(store, t);
+  if (lapsed === undefined) return { params: activeAtParams(PARAM, t), bound: false };
+  return { params: { ...activeAtParams(PARAM, t), [`${PARAM}Lapsed`]: lapsed }, bound: true };
+}
+
 /** Rows (target_id, id) not suppressed at `t`, unless includeSuppressed. */
 export async function unsuppressed(store: Store, f: SuppressionFilter, t: number): Promise<Sql> {
   if (!(await applies(store, f))) return NONE;
-  return { where: [notSuppressedAt(PARAM)], params: activeAtParams(PARAM, t) };
+  const active = await activeAt(store, t);
+  return { where: [notSuppressedAt(PARAM, active.bound)], params: active.params };
 }
 
 /**
  * Rows suppressed at `t`, to subtract from materialized counters (which know nothing of
  * decisions); undefined when there is nothing to subtract.
  */
-export async function suppressedOnly(store: Store, f: SuppressionFilter, t: number): Promise<Sql | undefined> {
+export async function suppressedOnly(
+  store: Store,
+  f: SuppressionFilter,
+  t: number,
+): Promise<(Sql & { targetsIn: (column: string) => string }) | undefined> {
   if (!(await applies(store, f))) return undefined;
-  return { where: [suppressedAt(PARAM)], params: activeAtParams(PARAM, t) };
+  const active = await activeAt(store, t);
+  return {
+    where: [suppressedAt(PARAM, active.bound)],
+    params: active.params,
+    /** The targets with a finding suppressed at `t`, as a condition on `column` (same parameters). */
+    targetsIn: (column) => `${column} IN (SELECT target_id FROM (${activeDecisionsAt(PARAM, '1', active.bound)}))`,
+  };
 }
-
-/** The targets with a finding suppressed at `t` (see suppressedOnly), as a condition on `column`. */
-export const targetsWithSuppressed = (column: string) => `${column} IN (SELECT target_id FROM (${activeDecisionsAt(PARAM)}))`;
 
 /** `decision=` of findings lists (SPEC §12.3): findings by the decision active at `t`. */
 export async function decisionSelection(store: Store, filter: DecisionFilter | undefined, t: number): Promise<Sql> {
   if (filter === undefined) return NONE;
   if (!(await decisionsMayExist(store))) return filter === 'none' ? NONE : { where: ['0'], params: {} };
-  const params = activeAtParams(PARAM, t);
-  if (filter === 'none') return { where: [notSuppressedAt(PARAM)], params };
-  if (filter === 'any') return { where: [suppressedAt(PARAM)], params };
+  const { params, bound } = await activeAt(store, t);
+  if (filter === 'none') return { where: [notSuppressedAt(PARAM, bound)], params };
+  if (filter === 'any') return { where: [suppressedAt(PARAM, bound)], params };
   return {
-    where: [`(target_id, id) IN (SELECT target_id, finding_id FROM (${activeDecisionsAt(PARAM)}) WHERE decision = {supDecision:String})`],
+    where: [
+      `(target_id, id) IN (SELECT target_id, finding_id FROM (${activeDecisionsAt(PARAM, '1', bound)}) WHERE decision = {supDecision:String})`,
+    ],
     params: { ...params, supDecision: filter },
   };
 }

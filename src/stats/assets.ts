@@ -1,5 +1,5 @@
 import { SEVERITIES, type Severity } from '../domain/severity.js';
-import { type SuppressionFilter, suppressedOnly, targetsWithSuppressed, unsuppressed } from '../decisions/suppression.js';
+import { type SuppressionFilter, suppressedOnly, unsuppressed } from '../decisions/suppression.js';
 import { nowSeconds } from '../domain/time.js';
 import { countsIn, findingsIn, labelsAndScores, merge, targetScope, whereClause, type Scope } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
@@ -27,11 +27,11 @@ export async function assetStats(
     let decided = '';
     const suppressed = await suppressedOnly(store, f, now);
     if (suppressed) {
-      countsWhere = merge(counts.scope, { where: [`NOT (${targetsWithSuppressed('target_id')})`], params: suppressed.params });
+      countsWhere = merge(counts.scope, { where: [`NOT (${suppressed.targetsIn('target_id')})`], params: suppressed.params });
       const open = findingsIn(f);
       const sql = merge(
         open.scope,
-        { where: ["status = 'OPEN'", targetsWithSuppressed('target_id')], params: {} },
+        { where: ["status = 'OPEN'", suppressed.targetsIn('target_id')], params: {} },
         await unsuppressed(store, f, now),
       );
       decided = `UNION ALL SELECT target_id, toString(max(severity)) AS highest FROM ${open.from} ${whereClause(sql)} GROUP BY target_id`;
