@@ -11,29 +11,30 @@ import { DEFAULT_SLA_POLICY, type SlaFilter, slaSeconds, type SlaPolicy } from '
 
 const ENUM_ORDER = ['informational', 'low', 'medium', 'high', 'critical'] as const;
 
-/** The parameters every fragment below reads. */
+/** The parameters the conditions below read. */
 export function slaParams(policy: SlaPolicy): Record<string, unknown> {
   return { slaSeconds: ENUM_ORDER.map((s) => slaSeconds(policy, s) ?? 0) };
 }
 
-const T = (name: string) => `toInt64({${name}:DateTime('UTC')})`;
+/** Seconds allowed to the finding's periods by the severity of its current score; 0: no SLA. */
 const allowed = `arrayElement({slaSeconds:Array(Int64)}, toUInt8(severity) + 1)`;
-const applies = `${allowed} > 0`;
 
-export const sla = {
-  /** The finding's severity has an SLA. */
-  applies,
-  /** Seconds allowed to the finding's periods (0 without an SLA: guard with `applies`). */
-  allowed,
-  /** A period (f, x) is OPEN at T and T ≥ its deadline; only meaningful where `applies`. */
-  periodBreachedAt: (t: string) => `f <= {${t}:DateTime('UTC')} AND {${t}:DateTime('UTC')} < x AND ${T(t)} >= toInt64(f) + ${allowed}`,
-  /** SPEC §12.1: the finding's period OPEN at T is breached. */
-  breachedAt: (t: string) => `(${applies} AND arrayExists((f, x) -> ${sla.periodBreachedAt(t)}, found_at, fixed_at))`,
-  /** SPEC §12.1 `sla=within`: OPEN at T and not breached (a severity without SLA is never breached). */
-  withinAt: (t: string) =>
-    `arrayExists((f, x) -> f <= {${t}:DateTime('UTC')} AND {${t}:DateTime('UTC')} < x
-      AND NOT (${applies} AND ${T(t)} >= toInt64(f) + ${allowed}), found_at, fixed_at)`,
+/**
+ * Conditions on one OPEN period (f = found_at, x = fixed_at, NEVER while open) of a finding row,
+ * at the reference instant bound as `t`: the lists test them inside arrayExists, /stats/sla counts
+ * them over the periods unnested.
+ */
+export const period = {
+  openAt: (t: string) => `f <= {${t}:DateTime('UTC')} AND {${t}:DateTime('UTC')} < x`,
+  /** T ≥ the deadline (found_at + the severity's SLA); never without an SLA. */
+  pastDeadlineAt: (t: string) => `${allowed} > 0 AND toInt64({${t}:DateTime('UTC')}) >= toInt64(f) + ${allowed}`,
+  /** A closed period ended by its deadline; never without an SLA. */
+  fixedWithin: `${allowed} > 0 AND toInt64(x) <= toInt64(f) + ${allowed}`,
 };
+
+/** SPEC §12.1: the period OPEN at T is past its deadline (breached), or not (within). */
+const breachedAt = (t: string) => `arrayExists((f, x) -> ${period.openAt(t)} AND ${period.pastDeadlineAt(t)}, found_at, fixed_at)`;
+const withinAt = (t: string) => `arrayExists((f, x) -> ${period.openAt(t)} AND NOT (${period.pastDeadlineAt(t)}), found_at, fixed_at)`;
 
 /**
  * The `sla=` filter of findings lists (SPEC §12.1) at the reference instant `at` (ClickHouse
@@ -42,7 +43,7 @@ export const sla = {
 export function slaCondition(f: { sla?: SlaFilter | undefined; slaPolicy?: SlaPolicy | undefined }, at: string): Sql {
   if (f.sla === undefined) return { where: [], params: {} };
   return {
-    where: [f.sla === 'breached' ? sla.breachedAt('slaAt') : sla.withinAt('slaAt')],
+    where: [f.sla === 'breached' ? breachedAt('slaAt') : withinAt('slaAt')],
     params: { ...slaParams(f.slaPolicy ?? DEFAULT_SLA_POLICY), slaAt: at },
   };
 }

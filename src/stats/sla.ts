@@ -3,7 +3,7 @@ import { NEVER } from '../domain/time.js';
 import { SEVERITIES, type BySeverity, type Severity } from '../domain/severity.js';
 import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
 import type { SlaPolicy } from '../sla/policy.js';
-import { sla, slaParams } from '../sla/sql.js';
+import { period, slaParams } from '../sla/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
 
@@ -48,16 +48,15 @@ export async function slaStats(store: Store, f: StatFilters, now: number, policy
     slaAt: sqlAt(f.atDate ?? now),
     ...(ranged ? { slaFixedFrom: sqlTime(f.minDate ?? 0), slaFixedTo: sqlTime(f.maxDateEnd ?? NEVER) } : {}),
   };
-  // One row per period (they never overlap, so a finding has at most one period OPEN at T and the
-  // open periods count findings). The policy's seconds for a severity without SLA read as 0; its
-  // breached and fixed_within counts are dropped by summarise, which knows the policy.
+  // One row per period. Periods never overlap, so a finding has at most one OPEN at T: the open
+  // periods count findings.
   const found = await store.query<Row>(
     `SELECT severity,
-            countIf(f <= {slaAt:DateTime('UTC')} AND {slaAt:DateTime('UTC')} < x) AS open,
-            countIf(f <= {slaAt:DateTime('UTC')} AND {slaAt:DateTime('UTC')} < x AND toInt64({slaAt:DateTime('UTC')}) >= toInt64(f) + allowed) AS breached,
+            countIf(${period.openAt('slaAt')}) AS open,
+            countIf(${period.openAt('slaAt')} AND ${period.pastDeadlineAt('slaAt')}) AS breached,
             countIf(${fixedWhen}) AS fixed,
-            countIf(${fixedWhen} AND toInt64(x) - toInt64(f) <= allowed) AS fixed_within
-     FROM (SELECT severity, found_at, fixed_at, ${sla.allowed} AS allowed FROM ${rows.from} ${whereClause(scope)})
+            countIf(${fixedWhen} AND ${period.fixedWithin}) AS fixed_within
+     FROM (SELECT severity, found_at, fixed_at FROM ${rows.from} ${whereClause(scope)})
      ARRAY JOIN found_at AS f, fixed_at AS x
      GROUP BY severity`,
     params,
@@ -77,12 +76,11 @@ function summarise(rows: Row[], policy: SlaPolicy): SlaStats {
   return {
     policy_days: { ...policy },
     open: counted('open'),
-    // The engine already counts no breach without an SLA; the policy says so here too.
-    breached: { ...bySeverity((s) => (policy[s] !== null ? of(s, 'breached') : 0)), total: sum(withSla, 'breached') },
+    breached: counted('breached'),
     fixed: counted('fixed'),
     fixed_within: { ...slaOnly((s) => of(s, 'fixed_within')), total: sum(withSla, 'fixed_within') },
     compliance: {
-      ...bySeverity((s) => (policy[s] !== null ? ratio(of(s, 'fixed_within'), of(s, 'fixed')) : null)),
+      ...slaOnly((s) => ratio(of(s, 'fixed_within'), of(s, 'fixed'))),
       total: ratio(sum(withSla, 'fixed_within'), sum(withSla, 'fixed')),
     },
   };
