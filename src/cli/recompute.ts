@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import type { RecomputeProgress as RecomputeSummary } from '../ingest/recompute.js';
 import { EXIT, usageErrorsExit2 } from './exit.js';
@@ -39,92 +40,101 @@ export function progressLine(p: RecomputeSummary, seconds: number): string {
   );
 }
 
+function summaryLine(summary: RecomputeSummary, seconds: number): string {
+  return (
+    `recomputed ${summary.findings} findings of ${summary.targets} targets in ${seconds.toFixed(1)} s: ` +
+    `${summary.versions} new versions (${summary.statusChanges} status changes), ${summary.latestEvents} latest events rewritten` +
+    (summary.orphans > 0 ? `, ${summary.orphans} findings without a FOUND event of a stored source left as they are` : '') +
+    '\n'
+  );
+}
+
+/** Bumps the response cache's data version after a change: answers cached before must not outlive it. */
+function dataVersionBumper(redis: Redis, redisUp: boolean, key: string) {
+  let stale = false;
+  return {
+    bump: async () => {
+      const ok =
+        redisUp &&
+        (await redis.incr(key).then(
+          () => true,
+          () => false,
+        ));
+      if (!ok) stale = true;
+    },
+    /** Whether a bump could not be made (Redis down). */
+    stale: () => stale,
+  };
+}
+
+async function recompute(cfg: Config, opts: { target?: string; json?: boolean }): Promise<void> {
+  const [{ createLogger }, { openStore }, { migrate }, { recomputeFindings, UnknownTarget }, locksModule, redisModule] = await Promise.all([
+    import('../log.js'),
+    import('../storage/gateway.js'),
+    import('../storage/migrate.js'),
+    import('../ingest/recompute.js'),
+    import('../locks/target-locks.js'),
+    import('../queue/redis.js'),
+  ]);
+  const { ProcessLocks, TargetLocks, LockTimeout } = locksModule;
+  const { defaultRedisNames, keys, requestConnection, whenReady } = redisModule;
+  const log = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
+  const store = await openStore(cfg.store);
+  const redis = requestConnection(cfg.redisUrl);
+  let redisUp = false;
+  try {
+    await migrate(store, log);
+    redisUp = await whenReady(redis, 2000);
+    // An embedded data folder belongs to this process alone; a shared server needs the workers' locks.
+    if (store.mode === 'server' && !redisUp) {
+      process.stderr.write(`recompute against a ClickHouse server needs Redis (target locks) at ${cfg.redisUrl}\n`);
+      process.exitCode = EXIT.failed;
+      return;
+    }
+    const locks = store.mode === 'embedded' ? new ProcessLocks() : new TargetLocks(redis, defaultRedisNames);
+    const version = dataVersionBumper(redis, redisUp, keys.dataVersion(defaultRedisNames));
+    const progress = progressShower();
+    const started = performance.now();
+    const show = (p: RecomputeSummary, force = false) => progress.show(progressLine(p, (performance.now() - started) / 1000), force);
+    let summary: RecomputeSummary;
+    try {
+      summary = await recomputeFindings(store, locks, {
+        ...(opts.target !== undefined ? { target: opts.target } : {}),
+        log,
+        onProgress: (p) => show(p, p.targets === 0),
+        onChanged: version.bump,
+      });
+    } catch (err) {
+      if (!(err instanceof UnknownTarget || err instanceof LockTimeout)) throw err;
+      progress.end();
+      process.stderr.write(`${err.message}\n`);
+      process.exitCode = EXIT.failed;
+      return;
+    }
+    show(summary, true);
+    progress.end();
+    if (version.stale()) {
+      process.stderr.write(
+        `warning: Redis at ${cfg.redisUrl} did not answer, so the data version was not bumped: ` +
+          'answers the API cached before this recompute can be served for up to 10 minutes after it restarts\n',
+      );
+    }
+    const seconds = (performance.now() - started) / 1000;
+    process.stdout.write(opts.json ? `${JSON.stringify({ ...summary, seconds })}\n` : summaryLine(summary, seconds));
+    process.exitCode = EXIT.ok;
+  } finally {
+    // quit() waits for a connection that never comes when Redis is down, and keeps the process alive.
+    if (redisUp) await redis.quit().catch(() => undefined);
+    else redis.disconnect();
+    await store.close();
+  }
+}
+
 export function recomputeCommand(config: () => Config): Command {
   const command = new Command('recompute')
     .description("rebuild findings' state from the stored history (embedded mode: stop the service first)")
     .option('--target <identifier>', 'only the target with this identifier')
     .option('--json', 'print the summary as JSON')
     .addHelpText('after', HELP);
-  return usageErrorsExit2(command).action(async (opts: { target?: string; json?: boolean }) => {
-    const cfg = config();
-    const [{ createLogger }, { openStore }, { migrate }, { recomputeFindings, UnknownTarget }, locksModule, redisModule] =
-      await Promise.all([
-        import('../log.js'),
-        import('../storage/gateway.js'),
-        import('../storage/migrate.js'),
-        import('../ingest/recompute.js'),
-        import('../locks/target-locks.js'),
-        import('../queue/redis.js'),
-      ]);
-    const { ProcessLocks, TargetLocks, LockTimeout } = locksModule;
-    const { defaultRedisNames, keys, requestConnection, whenReady } = redisModule;
-    const log = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
-    const store = await openStore(cfg.store);
-    const redis = requestConnection(cfg.redisUrl);
-    let redisUp = false;
-    try {
-      await migrate(store, log);
-      redisUp = await whenReady(redis, 2000);
-      // An embedded data folder belongs to this process alone; a shared server needs the workers' locks.
-      if (store.mode === 'server' && !redisUp) {
-        process.stderr.write(`recompute against a ClickHouse server needs Redis (target locks) at ${cfg.redisUrl}\n`);
-        process.exitCode = EXIT.failed;
-        return;
-      }
-      const locks = store.mode === 'embedded' ? new ProcessLocks() : new TargetLocks(redis, defaultRedisNames);
-      // Answers cached before a change must not outlive it (src/cache/response-cache.ts).
-      let stale = false;
-      const bump = async () => {
-        const ok =
-          redisUp &&
-          (await redis.incr(keys.dataVersion(defaultRedisNames)).then(
-            () => true,
-            () => false,
-          ));
-        if (!ok) stale = true;
-      };
-      const progress = progressShower();
-      const started = performance.now();
-      const show = (p: RecomputeSummary, force = false) => progress.show(progressLine(p, (performance.now() - started) / 1000), force);
-      let summary: RecomputeSummary;
-      try {
-        summary = await recomputeFindings(store, locks, {
-          ...(opts.target !== undefined ? { target: opts.target } : {}),
-          log,
-          onProgress: (p) => show(p, p.targets === 0),
-          onChanged: bump,
-        });
-      } catch (err) {
-        if (!(err instanceof UnknownTarget || err instanceof LockTimeout)) throw err;
-        progress.end();
-        process.stderr.write(`${err.message}\n`);
-        process.exitCode = EXIT.failed;
-        return;
-      }
-      show(summary, true);
-      progress.end();
-      if (stale) {
-        process.stderr.write(
-          `warning: Redis at ${cfg.redisUrl} did not answer, so the data version was not bumped: ` +
-            'answers the API cached before this recompute can be served for up to 10 minutes after it restarts\n',
-        );
-      }
-      const seconds = (performance.now() - started) / 1000;
-      if (opts.json) process.stdout.write(`${JSON.stringify({ ...summary, seconds })}\n`);
-      else {
-        process.stdout.write(
-          `recomputed ${summary.findings} findings of ${summary.targets} targets in ${seconds.toFixed(1)} s: ` +
-            `${summary.versions} new versions (${summary.statusChanges} status changes), ${summary.latestEvents} latest events rewritten` +
-            (summary.orphans > 0 ? `, ${summary.orphans} findings without a FOUND event of a stored source left as they are` : '') +
-            '\n',
-        );
-      }
-      process.exitCode = EXIT.ok;
-    } finally {
-      // quit() waits for a connection that never comes when Redis is down, and keeps the process alive.
-      if (redisUp) await redis.quit().catch(() => undefined);
-      else redis.disconnect();
-      await store.close();
-    }
-  });
+  return usageErrorsExit2(command).action((opts: { target?: string; json?: boolean }) => recompute(config(), opts));
 }
