@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CACHE_STATUSES } from '../cache/response-cache.js';
 import { querySchema, type PageLimits } from '../filters/params.js';
 import { errorBodySchema } from '../http/schema.js';
+import { IMPORT_FORMAT_NAMES } from '../imports/formats.js';
 import { dbOperations, metricsOperations, type Operation } from './operations.js';
 
 /**
@@ -106,10 +107,16 @@ const databaseApi: Api = {
     const refusable = op.method === 'post' || op.params?.some((p) => p === 'team' || p === 'teams');
     return refusable ? [401, 403] : [401];
   },
-  pathParam: (name) => ({
-    schema: { type: 'string' },
-    description: name === 'resource' ? 'Affected resource, URL-encoded' : 'Identifier (a value that is not a UUID is simply unknown)',
-  }),
+  pathParam: (name) =>
+    name === 'format'
+      ? {
+          schema: { type: 'string', enum: IMPORT_FORMAT_NAMES },
+          description: 'Scanner format of the document (SPEC §13); another value is 404',
+        }
+      : {
+          schema: { type: 'string' },
+          description: name === 'resource' ? 'Affected resource, URL-encoded' : 'Identifier (a value that is not a UUID is simply unknown)',
+        },
   paramDescription: {},
 };
 

@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { FINDING_ENDPOINTS } from '../findings/endpoints.js';
 import type { Endpoint } from '../http/endpoint.js';
+import { importOperations } from '../imports/schema.js';
 import { ISSUE_ENDPOINTS } from '../issues/endpoints.js';
 import { METRICS_PREFIX } from '../metrics/app.js';
 import { METRICS } from '../metrics/routes.js';
 import { webhookOperations } from '../notifications/schema.js';
+import { decisionOperations } from '../decisions/operations.js';
 import { finishedReportSchema } from '../queue/contract.js';
 import { SOURCE_ENDPOINTS } from '../sources/endpoints.js';
 import {
@@ -74,6 +76,7 @@ export const dbOperations: Operation[] = [
     response: accepted,
     errors: [400, 413, 415, 503],
   },
+  ...importOperations,
   { method: 'get', path: '/healthcheck', tag: 'service', summary: 'Whether the store answers', response: health, errors: [503] },
 ];
 
@@ -129,4 +132,5 @@ export const metricsOperations: Operation[] = [
     errors: [503],
   },
   ...webhookOperations,
+  ...decisionOperations,
 ];

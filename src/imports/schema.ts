@@ -1,0 +1,38 @@
+import { z } from 'zod';
+import type { Operation } from '../openapi/operations.js';
+import { IMPORT_FORMAT_NAMES } from './formats.js';
+
+/** POST /imports/{format} as the OpenAPI document presents it (SPEC §13). */
+
+export const importAccepted = z
+  .object({
+    job_ids: z.array(z.string()).describe('BullMQ job ids on the checks queue, one per report'),
+    reports: z.number().int().min(1).describe('Reports the document became (one per SARIF run; one per Trivy document)'),
+  })
+  .strict()
+  .describe("The document's reports are queued");
+
+const anyDocument = z.looseObject({}).meta({
+  title: 'Scanner document',
+  description: 'A SARIF 2.1.0 document (sarif) or a Trivy JSON document (trivy), as the scanner wrote it',
+});
+
+export const importOperations: Operation[] = [
+  {
+    method: 'post',
+    path: '/imports/{format}',
+    tag: 'ingestion',
+    summary: `Queue the reports of a scanner's document (format: ${IMPORT_FORMAT_NAMES.join(' or ')})`,
+    description:
+      'SPEC §13: the document becomes Vulcan reports, each validated like a POST /checks body and queued as its own job; a document ' +
+      'that is not of the format, names no target or converts to an invalid report is refused whole (400 with the reason, nothing ' +
+      'queued); an unknown format is 404. Query parameters: `target` (the target identifier of the reports; default: the ' +
+      "document's own, SARIF versionControlProvenance[0].repositoryUri or Trivy ArtifactName) and `time` (RFC 3339: the report " +
+      'time of a document that carries none; default: now; 400 Malformed Time). SARIF bodies may be sent as application/sarif+json. ' +
+      'The same document imported twice is a duplicate (check ids derive from its SHA-256).',
+    body: anyDocument,
+    status: 202,
+    response: importAccepted,
+    errors: [400, 404, 413, 415, 503],
+  },
+];
