@@ -6,6 +6,7 @@ import { ISSUE_ENDPOINTS } from '../issues/endpoints.js';
 import { METRICS_PREFIX } from '../metrics/app.js';
 import { METRICS } from '../metrics/routes.js';
 import { webhookOperations } from '../notifications/schema.js';
+import { decisionOperations } from '../decisions/operations.js';
 import { finishedReportSchema } from '../queue/contract.js';
 import { SOURCE_ENDPOINTS } from '../sources/endpoints.js';
 import {
@@ -131,4 +132,5 @@ export const metricsOperations: Operation[] = [
     errors: [503],
   },
   ...webhookOperations,
+  ...decisionOperations,
 ];

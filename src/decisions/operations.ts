@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { METRICS_PREFIX } from '../metrics/app.js';
+import type { Operation } from '../openapi/operations.js';
+import { decisionBody, decisionResponse, decisionsResponse } from './schema.js';
+
+/** The decision routes as the OpenAPI document presents them (SPEC §12.3). */
+
+const WHO =
+  'Admins, or members of a team of the finding\'s target; an unknown or malformed finding id and a finding outside the caller\'s teams are both 404 "Record not found".';
+
+export const decisionOperations: Operation[] = [
+  {
+    method: 'put',
+    path: `${METRICS_PREFIX}/findings/{finding_id}/decision`,
+    tag: 'metrics: decisions',
+    summary: 'Mark a finding as a false positive or an accepted risk; replaces (revokes) the active decision',
+    description:
+      `${WHO} expires_at (RFC 3339, in the future) is required for accepted_risk, at most 365 days ahead, and optional for ` +
+      'false_positive. A false positive also lapses at a later detection carrying another fingerprint. Suppressed findings are left ' +
+      'out of every statistic at its reference instant unless includeSuppressed=true.',
+    body: decisionBody,
+    response: decisionResponse.describe('The decision made'),
+    errors: [401, 404, 413, 415, 422, 503],
+  },
+  {
+    method: 'delete',
+    path: `${METRICS_PREFIX}/findings/{finding_id}/decision`,
+    tag: 'metrics: decisions',
+    summary: 'Revoke the active decision (404 when none is active)',
+    description: WHO,
+    status: 204,
+    response: z.null().describe('Revoked'),
+    errors: [401, 404, 503],
+  },
+  {
+    method: 'get',
+    path: `${METRICS_PREFIX}/findings/{finding_id}/decisions`,
+    tag: 'metrics: decisions',
+    summary: 'Every decision made on the finding, newest first (the audit trail)',
+    description: WHO,
+    response: decisionsResponse.describe('The decisions with their revocations'),
+    errors: [401, 404, 503],
+  },
+];
