@@ -3,12 +3,7 @@ import { merge, targetScope, whereClause, type Scope, type Sql } from '../filter
 import type { Store } from '../storage/gateway.js';
 import { teamsOf, teamsOfSql } from '../teams/associations.js';
 import { byId, PAGE_LIMIT, type PageOf, readPage } from '../storage/paged.js';
-
-export interface Target {
-  id: string;
-  identifier: string;
-  teams: string[];
-}
+import type { TargetBody } from './schema.js';
 
 const TEAMS_OF = teamsOfSql('ids');
 
@@ -16,7 +11,7 @@ const TEAMS_OF = teamsOfSql('ids');
  * Targets with their teams, in one statement: its two lookups run side by side (UNION ALL), which
  * costs about two thirds of running them one after the other.
  */
-export async function targetsByIds(store: Store, ids: string[]): Promise<Map<string, Target>> {
+export async function targetsByIds(store: Store, ids: string[]): Promise<Map<string, TargetBody>> {
   if (ids.length === 0) return new Map();
   const rows = await store.query<{ part: 'target' | 'teams'; target: string; identifier: string; teams: string[] }>(
     `SELECT 'target' AS part, id AS target, identifier, CAST([], 'Array(String)') AS teams FROM targets WHERE id IN {ids:Array(UUID)}
@@ -24,7 +19,7 @@ export async function targetsByIds(store: Store, ids: string[]): Promise<Map<str
      SELECT 'teams' AS part, target, '' AS identifier, teams FROM (${TEAMS_OF})`,
     { ids },
   );
-  const found = new Map<string, Target>();
+  const found = new Map<string, TargetBody>();
   const teams = new Map<string, string[]>();
   for (const r of rows) {
     if (r.part === 'target') found.set(r.target, { id: r.target, identifier: r.identifier, teams: [] });
@@ -34,7 +29,7 @@ export async function targetsByIds(store: Store, ids: string[]): Promise<Map<str
   return found;
 }
 
-async function withTeams(store: Store, page: PageOf<{ id: string; identifier: string }>): Promise<PageOf<Target>> {
+async function withTeams(store: Store, page: PageOf<{ id: string; identifier: string }>): Promise<PageOf<TargetBody>> {
   const teams = await teamsOf(
     store,
     page.rows.map((r) => r.id),
@@ -42,7 +37,7 @@ async function withTeams(store: Store, page: PageOf<{ id: string; identifier: st
   return { pagination: page.pagination, rows: page.rows.map((r) => ({ ...r, teams: teams.get(r.id) ?? [] })) };
 }
 
-async function targetList(store: Store, where: Sql, page: Paging): Promise<PageOf<Target>> {
+async function targetList(store: Store, where: Sql, page: Paging): Promise<PageOf<TargetBody>> {
   const targets = await readPage<{ id: string; identifier: string }>(
     store,
     {
@@ -56,7 +51,7 @@ async function targetList(store: Store, where: Sql, page: Paging): Promise<PageO
 }
 
 /** GET /targets (SPEC §6.5): team, teams and identifier filters apply to the target itself. */
-export function targetPage(store: Store, scope: Scope, page: Paging): Promise<PageOf<Target>> {
+export function targetPage(store: Store, scope: Scope, page: Paging): Promise<PageOf<TargetBody>> {
   return targetList(store, targetScope(scope, 'id'), page);
 }
 
@@ -66,7 +61,7 @@ export function targetsOfIssue(
   issueId: string,
   page: Paging,
   visible: Sql = { where: [], params: {} },
-): Promise<PageOf<Target>> {
+): Promise<PageOf<TargetBody>> {
   const ofIssue = { where: ['id IN (SELECT target_id FROM findings WHERE issue_id = {issue:UUID})'], params: { issue: issueId } };
   return targetList(store, merge(ofIssue, visible), page);
 }

@@ -17,9 +17,9 @@ export const associateTeamsBody = z.object(
 );
 
 /** SPEC §5.6 limits of POST /targets. */
-export const MAX_IDENTIFIER_LENGTH = 2048;
-export const MAX_TEAM_LENGTH = 256;
-export const MAX_TEAMS_PER_REQUEST = 100;
+const MAX_IDENTIFIER_LENGTH = 2048;
+const MAX_TEAM_LENGTH = 256;
+const MAX_TEAMS_PER_REQUEST = 100;
 
 /** Whether `s` holds more than `max` characters (code points), without counting a short one. */
 function longerThan(s: string, max: number): boolean {
