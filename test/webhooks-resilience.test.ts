@@ -19,7 +19,7 @@ import { startReceiver, type Receiver } from './support/webhook-receiver.js';
 
 const run = promisify(execFile);
 const bin = path.resolve('bin/vulndb.mjs');
-const REPORTS = 150;
+const REPORTS = 100;
 
 let svc: TestService;
 let receiver: Receiver;
@@ -53,25 +53,37 @@ afterAll(async () => {
 }, 60_000);
 
 describe('a receiver that hangs', () => {
-  let hookId: string;
+  const hookIds: string[] = [];
 
-  it('does not slow ingestion: reports/s with every event sent to it stay within half of the rate without it', async () => {
-    // Warm-up (first statements, JIT), then the rate without any subscription.
+  it('does not slow ingestion: reports/s with every event sent to it stay above half of the rate without it', async () => {
+    const subscribe = async () => {
+      const res = await fetch(`${svc.metricsApiUrl}/api/v1/webhooks`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ url: `${receiver.url}/hang` }),
+      });
+      return (await json(res, 201)).webhook.id as string;
+    };
+    const unsubscribe = (id: string) =>
+      fetch(`${svc.metricsApiUrl}/api/v1/webhooks/${id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
+    // Warm-up (first statements, JIT); then rounds without and with the receiver, interleaved, the
+    // best of each kept: the host is shared, and a busy moment should not decide the comparison.
     await ingestRate('warm');
-    const without = await ingestRate('plain');
-    const res = await fetch(`${svc.metricsApiUrl}/api/v1/webhooks`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ url: `${receiver.url}/hang` }),
-    });
-    hookId = (await json(res, 201)).webhook.id;
-    const withHanging = await ingestRate('hanging');
+    const without: number[] = [];
+    const withHanging: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      without.push(await ingestRate(`plain${round}`));
+      const id = await subscribe();
+      hookIds.push(id);
+      withHanging.push(await ingestRate(`hanging${round}`));
+      if (round < 2) expect((await unsubscribe(id)).status).toBe(204);
+    }
     // Its deliveries were dispatched (they hang from here on).
     await receiver.until((all) => all.some((r) => r.path === '/hang'), 30_000, 'a delivery to the hanging receiver');
-    expect(withHanging, `reports/s: ${without.toFixed(1)} without the receiver, ${withHanging.toFixed(1)} with it`).toBeGreaterThan(
-      without / 2,
-    );
-  }, 240_000);
+    const [best, bestWith] = [Math.max(...without), Math.max(...withHanging)];
+    const rates = `reports/s without the receiver ${without.map((r) => r.toFixed(1))}, with it ${withHanging.map((r) => r.toFixed(1))}`;
+    expect(bestWith, rates).toBeGreaterThan(best / 2);
+  }, 300_000);
 
   it('gets each event again, same id, after the timeout', async () => {
     await receiver.until(
@@ -82,8 +94,10 @@ describe('a receiver that hangs', () => {
       30_000,
       'a second attempt',
     );
-    const first = receiver.on('/hang')[0]!;
-    const again = receiver.on('/hang').filter((r) => r.headers['x-vulndb-delivery'] === first.headers['x-vulndb-delivery']);
+    // A delivery of the last subscription (the earlier ones were deleted: their retries are dropped).
+    const hang = receiver.on('/hang');
+    const first = hang.find((r) => hang.filter((o) => o.headers['x-vulndb-delivery'] === r.headers['x-vulndb-delivery']).length > 1)!;
+    const again = hang.filter((r) => r.headers['x-vulndb-delivery'] === first.headers['x-vulndb-delivery']);
     expect(again.length).toBe(2);
     expect(again[1]!.raw).toBe(first.raw);
     expect(again[1]!.at - first.at).toBeGreaterThanOrEqual(1000);
@@ -104,11 +118,11 @@ describe('a receiver that hangs', () => {
     expect(out.failed.notifications).toBeGreaterThan(0);
     expect(out.jobs[0]).toMatchObject({
       queue: 'notifications',
-      webhook: hookId,
+      webhook: expect.toBeOneOf(hookIds),
       event: expect.stringMatching(/^finding\.opened [0-9a-f-]{36}$/),
       reason: expect.stringContaining('no answer within 1000 ms'),
       attempts_made: 2,
     });
-    expect(out.jobs[0].id).toBe(`${out.jobs[0].event.split(' ')[1]}_${hookId}`);
+    expect(out.jobs[0].id).toBe(`${out.jobs[0].event.split(' ')[1]}_${out.jobs[0].webhook}`);
   }, 90_000);
 });
