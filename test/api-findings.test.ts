@@ -106,6 +106,8 @@ describe('GET /findings: finding objects', () => {
         score: 6.1,
         total_exposure: 686, // 2024-02-01 10:00 → 2024-03-01 00:00: 28 days 14 hours
         current_exposure: 686,
+        sla_due: '2024-05-01T10:00:00Z', // found 2024-02-01 10:00, medium: 90 days (SPEC §12.1)
+        decision: null, // no triage decision (SPEC §12.3)
         resources: [],
         issue: {
           id: iid(I2),

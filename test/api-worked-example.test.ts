@@ -53,6 +53,8 @@ describe('SPEC §3.8: the finding at now', () => {
       score: 6.5,
       total_exposure: 72,
       current_exposure: 24,
+      sla_due: '2024-04-04T10:00:00Z', // P2 found 2024-01-05 10:00, medium: 90 days (SPEC §12.1)
+      decision: null, // no triage decision (SPEC §12.3)
       resources: [],
       issue: {
         id: ISSUE,
