@@ -467,15 +467,15 @@ describe('Dockerfile', () => {
         if (spec.startsWith('.') || spec.startsWith('node:')) continue;
         const pkg = pkgOf(spec);
         if (optional.has(pkg)) {
-          // Only the storage gateway loads the embedded engine, and only in embedded mode.
-          expect(file, `${file} loads the optional ${pkg}`).toBe(path.join('src', 'storage', 'gateway.ts'));
+          // Only the storage clients' module loads the embedded engine, and only in embedded mode.
+          expect(file, `${file} loads the optional ${pkg}`).toBe(path.join('src', 'storage', 'clients.ts'));
         } else {
           expect(deps, `${file} imports ${spec}`).toContain(pkg);
         }
       }
     }
     expect([...optional]).toEqual(['chdb']);
-    expect(read('src/storage/gateway.ts')).toContain(
+    expect(read('src/storage/clients.ts')).toContain(
       'the embedded engine (npm package chdb) is not installed: set CLICKHOUSE_URL or install it',
     );
   });
