@@ -2,6 +2,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { activeAtParams, activeDecisionsAt, notSuppressedAt, suppressedAt } from '../src/decisions/active.js';
 import { lapsedAt } from '../src/decisions/lapses.js';
 import { decisionTrail, makeDecision, revokeDecisions } from '../src/decisions/store.js';
+import { suppressedSetAt } from '../src/decisions/suppressed-sets.js';
+import { unsuppressed } from '../src/decisions/suppression.js';
+import { whereClause } from '../src/filters/sql.js';
 import { ingestBatch } from '../src/ingest/batch.js';
 import type { NormalizedReport } from '../src/ingest/normalize.js';
 import { prepareReport } from '../src/ingest/prepare.js';
@@ -56,12 +59,19 @@ async function activeAt(iso: string): Promise<string[]> {
   return rows.map((r) => r.id_text);
 }
 
-/** Whether the finding is left out (suppressed) at `iso`, by both forms of the predicate. */
+/**
+ * Whether the finding is left out (suppressed) at `iso`, by both forms of the predicate, and by the
+ * statistics' condition on the set the process builds from each decision's interval.
+ */
 async function suppressed(iso: string): Promise<boolean> {
   const params = activeAtParams('t', epoch(iso));
   const [kept] = await store.query<{ n: number }>(`SELECT count() AS n FROM findings FINAL WHERE ${notSuppressedAt('t')}`, params);
   const [left] = await store.query<{ n: number }>(`SELECT count() AS n FROM findings FINAL WHERE ${suppressedAt('t')}`, params);
   expect(kept!.n + left!.n).toBe(1);
+  expect(await suppressedSetAt(store, epoch(iso))).not.toBeUndefined(); // embedded: the set, not the statement's own
+  const bySet = await unsuppressed(store, {}, epoch(iso));
+  const [keptBySet] = await store.query<{ n: number }>(`SELECT count() AS n FROM findings FINAL ${whereClause(bySet)}`, bySet.params);
+  expect(keptBySet!.n).toBe(kept!.n);
   return left!.n === 1;
 }
 

@@ -100,6 +100,21 @@ describe('suppression in statistics (SPEC §12.3)', () => {
     expect((await metric('stats/mttr')).body.mttr).toMatchObject({ total: 48 });
   });
 
+  it('leaves suppressed findings out of /stats/issues at its reference instant, unless includeSuppressed', async () => {
+    // F2 (the only finding of its issue) is accepted since 02-01; F1 is counted.
+    const counted = async (path: string) =>
+      ((await stat(path)).issues as { summary: string; open: number; fixed: number }[]).map((i) => [i.summary, i.open, i.fixed]);
+    const f2Issue = ['Verbose errors', 1, 0];
+    expect(await counted('/stats/issues')).not.toContainEqual(f2Issue);
+    expect(await counted('/stats/issues')).toHaveLength(1);
+    expect(await counted('/stats/issues?includeSuppressed=true')).toContainEqual(f2Issue);
+    expect(await counted('/stats/issues?includeSuppressed=true')).toHaveLength(2);
+    // A range ending before the decision is judged at its end, when F2 was not suppressed.
+    expect(await counted('/stats/issues?minDate=2024-01-01&maxDate=2024-01-30')).toContainEqual(f2Issue);
+    expect(await counted('/stats/issues?minDate=2024-01-01&maxDate=2024-03-31')).not.toContainEqual(f2Issue);
+    expect((await json(svc.db('/stats/issues?includeSuppressed=maybe'), 400)).message).toBe('Malformed Boolean');
+  });
+
   it('rejects an includeSuppressed that is not a boolean', async () => {
     expect(await json(svc.db('/stats/open?includeSuppressed=yes'), 400)).toEqual({ message: 'Malformed Boolean' });
     expect((await metric('stats/open?includeSuppressed=yes')).status).toBe(422);

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { sqlMillis } from '../../src/decisions/active.js';
+import { forgetLapses } from '../../src/decisions/lapses.js';
 import { markDecisionsExist } from '../../src/decisions/presence.js';
+import { forgetSuppressedSets } from '../../src/decisions/suppressed-sets.js';
 import type { Store } from '../../src/storage/gateway.js';
 
 /**
@@ -33,10 +35,18 @@ export async function seedDecisions(store: Store, n: number): Promise<void> {
   }));
   for (let i = 0; i < rows.length; i += 10_000) await store.insert('finding_decisions', rows.slice(i, i + 10_000));
   markDecisionsExist(store);
+  forgetDecisionState();
   console.log(`  ${rows.length} decisions on findings of the dataset`);
 }
 
 export async function removeDecisions(store: Store): Promise<void> {
   await store.command('TRUNCATE TABLE finding_decisions');
   await store.command('TRUNCATE TABLE finding_decision_revocations');
+  forgetDecisionState();
+}
+
+/** What the process derived from the decision tables, which the benchmark changes behind its back. */
+function forgetDecisionState(): void {
+  forgetLapses();
+  forgetSuppressedSets();
 }

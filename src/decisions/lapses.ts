@@ -36,9 +36,8 @@ async function readLapses(store: Store): Promise<Map<string, number>> {
   return new Map(rows.map((r) => [r.id_text, r.at]));
 }
 
-/** The false positives lapsed at `t` (epoch seconds), or undefined where statements must compute them. */
-export async function lapsedAt(store: Store, t: number): Promise<string[] | undefined> {
-  if (store.mode !== 'embedded') return undefined;
+/** When each lapsed false positive lapsed (decision id → epoch seconds), read once per state of the data. */
+export function lapsedSince(store: Store): Promise<Map<string, number>> {
   const key = store.database;
   let lapses = known.get(key);
   if (!lapses) {
@@ -46,5 +45,11 @@ export async function lapsedAt(store: Store, t: number): Promise<string[] | unde
     known.set(key, lapses);
     lapses.catch(() => known.delete(key));
   }
-  return [...(await lapses)].filter(([, at]) => at <= t).map(([id]) => id);
+  return lapses;
+}
+
+/** The false positives lapsed at `t` (epoch seconds), or undefined where statements must compute them. */
+export async function lapsedAt(store: Store, t: number): Promise<string[] | undefined> {
+  if (store.mode !== 'embedded') return undefined;
+  return [...(await lapsedSince(store))].filter(([, at]) => at <= t).map(([id]) => id);
 }

@@ -4,6 +4,7 @@ import { sqlAt } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import { activeAtParams, activeDecisionsAt, sqlMillis } from './active.js';
 import { forgetLapses } from './lapses.js';
+import { forgetSuppressedSets } from './suppressed-sets.js';
 import { decisionsMayExist, markDecisionsExist } from './presence.js';
 
 /**
@@ -84,6 +85,7 @@ export async function revokeDecisions(store: Store, findingId: string, ids: stri
     'finding_decision_revocations',
     ids.map((id) => ({ decision_id: id, finding_id: findingId, revoked_at: sqlMillis(atMs), revoked_by: by })),
   );
+  forgetSuppressedSets();
 }
 
 /**
@@ -114,6 +116,7 @@ export async function makeDecision(
   await store.insert('finding_decisions', [row]);
   markDecisionsExist(store);
   forgetLapses();
+  forgetSuppressedSets();
   const decision: Decision = {
     id: row.id,
     finding_id: finding.id,

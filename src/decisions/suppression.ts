@@ -3,6 +3,7 @@ import type { Store } from '../storage/gateway.js';
 import { activeAtParams, activeDecisionsAt, notSuppressedAt, suppressedAt } from './active.js';
 import { lapsedAt } from './lapses.js';
 import { decisionsMayExist } from './presence.js';
+import { suppressedSetAt } from './suppressed-sets.js';
 
 /**
  * Suppression in statistics and lists (SPEC §7, §12.3): the conditions a statement adds so that
@@ -50,25 +51,37 @@ async function activeAt(store: Store, t: number): Promise<{ params: Record<strin
 /** Rows (target_id, id) not suppressed at `t`, unless includeSuppressed. */
 export async function unsuppressed(store: Store, f: SuppressionFilter, t: number): Promise<Sql> {
   if (!(await applies(store, f))) return NONE;
+  const set = await suppressedSetAt(store, t);
+  if (set === null) return NONE;
+  if (set) return { where: [`(target_id, id) NOT IN {${PARAM}Pairs:Identifier}`], params: { [`${PARAM}Pairs`]: set.pairs } };
   const active = await activeAt(store, t);
   return { where: [notSuppressedAt(PARAM, active.bound)], params: active.params };
 }
+
+type Suppressed = Sql & {
+  /** The targets with a finding suppressed at `t`, as a condition on `column` (same parameters). */
+  targetsIn: (column: string) => string;
+};
 
 /**
  * Rows suppressed at `t`, to subtract from materialized counters (which know nothing of
  * decisions); undefined when there is nothing to subtract.
  */
-export async function suppressedOnly(
-  store: Store,
-  f: SuppressionFilter,
-  t: number,
-): Promise<(Sql & { targetsIn: (column: string) => string }) | undefined> {
+export async function suppressedOnly(store: Store, f: SuppressionFilter, t: number): Promise<Suppressed | undefined> {
   if (!(await applies(store, f))) return undefined;
+  const set = await suppressedSetAt(store, t);
+  if (set === null) return undefined;
+  if (set) {
+    return {
+      where: [`(target_id, id) IN {${PARAM}Pairs:Identifier}`],
+      params: { [`${PARAM}Pairs`]: set.pairs, [`${PARAM}Targets`]: set.targets },
+      targetsIn: (column) => `${column} IN {${PARAM}Targets:Identifier}`,
+    };
+  }
   const active = await activeAt(store, t);
   return {
     where: [suppressedAt(PARAM, active.bound)],
     params: active.params,
-    /** The targets with a finding suppressed at `t`, as a condition on `column` (same parameters). */
     targetsIn: (column) => `${column} IN (SELECT target_id FROM (${activeDecisionsAt(PARAM, '1', active.bound)}))`,
   };
 }

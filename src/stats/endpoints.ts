@@ -57,6 +57,7 @@ export const STAT_ENDPOINTS = {
     'maxDate',
     'minScore',
     'maxScore',
+    'includeSuppressed',
   ]),
   mttr: stat('/stats/mttr', 'Mean time to remediate by severity, in hours', mttrStatsResponse, [
     'atDate',

@@ -1,6 +1,7 @@
+import { referenceInstant, unsuppressed } from '../decisions/suppression.js';
 import type { Paging } from '../filters/params.js';
-import { findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
-import { NEVER } from '../domain/time.js';
+import { findingsIn, labelsAndScores, merge, sqlTime, whereClause, type Sql } from '../filters/sql.js';
+import { NEVER, nowSeconds } from '../domain/time.js';
 import { issuesByIds } from '../issues/queries.js';
 import type { Store } from '../storage/gateway.js';
 import { byId, PAGE_LIMIT, type PageOf, pageCanHoldRows, pageParams, pagination, readPage, toldTotal } from '../storage/paged.js';
@@ -11,11 +12,14 @@ import type { IssueStatBody } from './schema.js';
  * SPEC §7.3: for each issue with at least one counted finding, its counted findings currently OPEN
  * and FIXED. A finding counts when its score is within bounds and, with dates, it has a FOUND event
  * in [L, U). `team`/`teams` (the scope of a caller restricted to its teams, src/auth/scope.ts)
- * count only their targets' findings.
+ * count only their targets' findings. Findings suppressed at the reference instant (SPEC §12.3) do
+ * not count unless includeSuppressed.
  */
-export function issueStats(store: Store, f: StatFilters, page: Paging): Promise<PageOf<IssueStatBody>> {
-  const filtered = [f.minScore, f.maxScore, f.minDate, f.maxDateEnd, f.team, f.teams].some((v) => v !== undefined);
-  return filtered ? filteredIssueStats(store, f, page) : currentIssueStats(store, page);
+export async function issueStats(store: Store, f: StatFilters, page: Paging, now = nowSeconds()): Promise<PageOf<IssueStatBody>> {
+  const suppression = await unsuppressed(store, f, referenceInstant(f, now));
+  const filtered =
+    suppression.where.length > 0 || [f.minScore, f.maxScore, f.minDate, f.maxDateEnd, f.team, f.teams].some((v) => v !== undefined);
+  return filtered ? filteredIssueStats(store, f, page, suppression) : currentIssueStats(store, page);
 }
 
 interface IssueCounts {
@@ -59,10 +63,10 @@ async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<Iss
   return { rows, pagination: pagination(page, total) };
 }
 
-/** With scores, dates or teams, the selected findings' latest versions are grouped by issue. */
-function filteredIssueStats(store: Store, f: StatFilters, page: Paging): Promise<PageOf<IssueStatBody>> {
+/** With scores, dates, teams or suppressed findings, the counted findings' latest versions are grouped by issue. */
+function filteredIssueStats(store: Store, f: StatFilters, page: Paging, suppression: Sql): Promise<PageOf<IssueStatBody>> {
   const rows = findingsIn({ team: f.team, teams: f.teams });
-  let sql = merge(rows.scope, labelsAndScores({ minScore: f.minScore, maxScore: f.maxScore }));
+  let sql = merge(rows.scope, labelsAndScores({ minScore: f.minScore, maxScore: f.maxScore }), suppression);
   if (f.minDate !== undefined || f.maxDateEnd !== undefined) {
     sql = merge(sql, {
       where: [

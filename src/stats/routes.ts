@@ -42,7 +42,7 @@ export function statsRoutes(api: ApiContext): Router {
     checkDates(q);
     // No team filters here: a scoped caller's teams come in as `team`/`teams`.
     const { atDate: _ignored, ...filters } = withinScope(scopeOf(ctx), toFilters(q));
-    const result = await issueStats(api.store, filters, paging(q, api));
+    const result = await issueStats(api.store, filters, paging(q, api), api.now());
     ctx.body = { pagination: result.pagination, issues: result.rows };
   });
 
