@@ -28,9 +28,9 @@ interface Interval {
   until: number;
 }
 
-/** The two tables of one suppressed set: (target_id, finding_id) pairs and the targets among them. */
+/** The two tables of one suppressed set: the suppressed findings' ids and their targets' ids. */
 export interface SuppressedSet {
-  pairs: string;
+  findings: string;
   targets: string;
 }
 
@@ -63,7 +63,7 @@ function retire(key: string, tables: Promise<SuppressedSet | null>[]): void {
   setTimeout(() => {
     for (const set of tables)
       void set
-        .then((s) => (s ? Promise.all([s.pairs, s.targets].map((t) => store.command(`DROP TABLE IF EXISTS ${t}`))) : undefined))
+        .then((s) => (s ? Promise.all([s.findings, s.targets].map((t) => store.command(`DROP TABLE IF EXISTS ${t}`))) : undefined))
         .catch(() => undefined);
   }, DROP_AFTER_MS).unref();
 }
@@ -121,17 +121,27 @@ function spanOf(edges: number[], t: number): number {
 }
 
 async function build(store: Store, intervals: Interval[], t: number): Promise<SuppressedSet | null> {
-  const pairs = new Map<string, { target_id: string; finding_id: string }>();
-  for (const i of intervals) if (i.since <= t && t < i.until) pairs.set(i.finding, { target_id: i.target, finding_id: i.finding });
-  if (pairs.size === 0) return null;
+  const findings = new Set<string>();
+  const targets = new Set<string>();
+  for (const i of intervals) {
+    if (i.since <= t && t < i.until) {
+      findings.add(i.finding);
+      targets.add(i.target);
+    }
+  }
+  if (findings.size === 0) return null;
+  // A finding id (src/domain/ids.ts) is unique across targets: one UUID to hash per row tested.
   const suffix = randomUUID().replaceAll('-', '');
-  const set = { pairs: `${PREFIX}${suffix}`, targets: `${PREFIX}${suffix}_targets` };
-  await store.command(`CREATE TABLE ${set.pairs} (target_id UUID, finding_id UUID) ENGINE = Set`);
-  await store.command(`CREATE TABLE ${set.targets} (target_id UUID) ENGINE = Set`);
-  await store.insert(set.pairs, [...pairs.values()]);
+  const set = { findings: `${PREFIX}${suffix}`, targets: `${PREFIX}${suffix}_targets` };
+  await store.command(`CREATE TABLE ${set.findings} (id UUID) ENGINE = Set`);
+  await store.command(`CREATE TABLE ${set.targets} (id UUID) ENGINE = Set`);
+  await store.insert(
+    set.findings,
+    [...findings].map((id) => ({ id })),
+  );
   await store.insert(
     set.targets,
-    [...new Set([...pairs.values()].map((p) => p.target_id))].map((target_id) => ({ target_id })),
+    [...targets].map((id) => ({ id })),
   );
   return set;
 }

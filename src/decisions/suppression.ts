@@ -53,7 +53,7 @@ export async function unsuppressed(store: Store, f: SuppressionFilter, t: number
   if (!(await applies(store, f))) return NONE;
   const set = await suppressedSetAt(store, t);
   if (set === null) return NONE;
-  if (set) return { where: [`(target_id, id) NOT IN {${PARAM}Pairs:Identifier}`], params: { [`${PARAM}Pairs`]: set.pairs } };
+  if (set) return { where: [`id NOT IN {${PARAM}Findings:Identifier}`], params: { [`${PARAM}Findings`]: set.findings } };
   const active = await activeAt(store, t);
   return { where: [notSuppressedAt(PARAM, active.bound)], params: active.params };
 }
@@ -73,8 +73,8 @@ export async function suppressedOnly(store: Store, f: SuppressionFilter, t: numb
   if (set === null) return undefined;
   if (set) {
     return {
-      where: [`(target_id, id) IN {${PARAM}Pairs:Identifier}`],
-      params: { [`${PARAM}Pairs`]: set.pairs, [`${PARAM}Targets`]: set.targets },
+      where: [`id IN {${PARAM}Findings:Identifier}`],
+      params: { [`${PARAM}Findings`]: set.findings, [`${PARAM}Targets`]: set.targets },
       targetsIn: (column) => `${column} IN {${PARAM}Targets:Identifier}`,
     };
   }

@@ -1,4 +1,4 @@
-import { referenceInstant, unsuppressed } from '../decisions/suppression.js';
+import { referenceInstant, suppressedOnly, unsuppressed } from '../decisions/suppression.js';
 import type { Paging } from '../filters/params.js';
 import { findingsIn, labelsAndScores, merge, sqlTime, whereClause, type Sql } from '../filters/sql.js';
 import { NEVER, nowSeconds } from '../domain/time.js';
@@ -16,10 +16,10 @@ import type { IssueStatBody } from './schema.js';
  * not count unless includeSuppressed.
  */
 export async function issueStats(store: Store, f: StatFilters, page: Paging, now = nowSeconds()): Promise<PageOf<IssueStatBody>> {
-  const suppression = await unsuppressed(store, f, referenceInstant(f, now));
-  const filtered =
-    suppression.where.length > 0 || [f.minScore, f.maxScore, f.minDate, f.maxDateEnd, f.team, f.teams].some((v) => v !== undefined);
-  return filtered ? filteredIssueStats(store, f, page, suppression) : currentIssueStats(store, page);
+  const filtered = [f.minScore, f.maxScore, f.minDate, f.maxDateEnd, f.team, f.teams].some((v) => v !== undefined);
+  const t = referenceInstant(f, now);
+  if (filtered) return filteredIssueStats(store, f, page, await unsuppressed(store, f, t));
+  return currentIssueStats(store, page, await suppressedOnly(store, f, t));
 }
 
 interface IssueCounts {
@@ -29,24 +29,35 @@ interface IssueCounts {
 }
 
 /**
- * Without filters every finding counts: the page and its total come from the per-issue counters
- * (migration 0011, one row per issue) in one statement, then the page's issues are looked up by id.
+ * Without filters every finding not suppressed counts: the page and its total come from the
+ * per-issue counters (migration 0011, one row per issue) in one statement, less the suppressed
+ * findings (the counters know nothing of decisions), then the page's issues are looked up by id.
  */
-const PER_ISSUE = `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n FROM issue_finding_counts GROUP BY issue_id HAVING open_n + fixed_n > 0)`;
+function perIssue(suppressed: Sql | undefined): string {
+  const minus = suppressed
+    ? `UNION ALL
+       SELECT issue_id, -toInt64(countIf(status = 'OPEN')) AS open, -toInt64(countIf(status = 'FIXED')) AS fixed
+       FROM findings FINAL ${whereClause(suppressed)} GROUP BY issue_id`
+    : '';
+  return `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n
+           FROM (SELECT issue_id, open, fixed FROM issue_finding_counts ${minus})
+           GROUP BY issue_id HAVING open_n + fixed_n > 0)`;
+}
 
-async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<IssueStatBody>> {
+async function currentIssueStats(store: Store, page: Paging, suppressed: Sql | undefined): Promise<PageOf<IssueStatBody>> {
+  const counts = perIssue(suppressed);
   const counted = pageCanHoldRows(page)
     ? await store.query<IssueCounts & { page_total: number }>(
         `SELECT issue_id AS id, open_n AS open, fixed_n AS fixed, count() OVER () AS page_total
-         FROM ${PER_ISSUE}
+         FROM ${counts}
          ORDER BY ${byId('issue_id')}
          ${PAGE_LIMIT}`,
-        pageParams(page),
+        { ...pageParams(page), ...suppressed?.params },
       )
     : [];
   const total = await toldTotal(
     store,
-    { sql: `SELECT count() AS n FROM ${PER_ISSUE}`, params: {} },
+    { sql: `SELECT count() AS n FROM ${counts}`, params: { ...suppressed?.params } },
     page,
     counted.length,
     counted[0]?.page_total,
