@@ -4,7 +4,7 @@ import { sqlAt } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import { activeAtParams, activeDecisionsAt, sqlMillis } from './active.js';
 import { forgetLapses } from './lapses.js';
-import { forgetSuppressedSets } from './suppressed-sets.js';
+import { decidedAt, forgetSuppressedSets } from './suppressed-sets.js';
 import { decisionsMayExist, markDecisionsExist } from './presence.js';
 
 /**
@@ -191,10 +191,13 @@ export async function decisionTrail(store: Store, findingId: string): Promise<De
 export async function decisionsAt(store: Store, findingIds: readonly string[], t: number): Promise<Map<string, Decision>> {
   const out = new Map<string, Decision>();
   if (findingIds.length === 0 || !(await decisionsMayExist(store))) return out;
+  // Where the process knows each decision's interval, only the findings decided at t are read.
+  const decided = (await decidedAt(store, findingIds, t)) ?? findingIds;
+  if (decided.length === 0) return out;
   const these = 'finding_id IN {findings:Array(UUID)}';
   const rows = await store.query<DecisionRow>(withRevocations(activeDecisionsAt('decAt', these), these), {
     ...activeAtParams('decAt', t),
-    findings: findingIds,
+    findings: decided,
   });
   // Oldest first: the latest decision of a finding is the one kept.
   for (const row of rows) out.set(row.finding, toDecision(row));

@@ -146,12 +146,7 @@ async function build(store: Store, intervals: Interval[], t: number): Promise<Su
   return set;
 }
 
-/**
- * The set of findings suppressed at `t` (epoch seconds, clamped as statements clamp T), null when
- * none is, or undefined where statements must compute it themselves (a ClickHouse server).
- */
-export async function suppressedSetAt(store: Store, t: number): Promise<SuppressedSet | null | undefined> {
-  if (store.mode !== 'embedded') return undefined;
+function stateOf(store: Store): Promise<State> {
   const key = store.database;
   stores.set(key, store);
   let state = states.get(key);
@@ -160,7 +155,17 @@ export async function suppressedSetAt(store: Store, t: number): Promise<Suppress
     states.set(key, state);
     state.catch(() => states.delete(key));
   }
-  const s = await state;
+  return state;
+}
+
+/**
+ * The set of findings suppressed at `t` (epoch seconds, clamped as statements clamp T), null when
+ * none is, or undefined where statements must compute it themselves (a ClickHouse server).
+ */
+export async function suppressedSetAt(store: Store, t: number): Promise<SuppressedSet | null | undefined> {
+  if (store.mode !== 'embedded') return undefined;
+  const key = store.database;
+  const s = await stateOf(store);
   const at = Math.min(Math.max(t, 0), NEVER - 1);
   const span = spanOf(s.edges, at);
   let set = s.sets.get(span);
@@ -175,4 +180,16 @@ export async function suppressedSetAt(store: Store, t: number): Promise<Suppress
     set.catch(() => s.sets.delete(span));
   }
   return set;
+}
+
+/**
+ * Which of these findings have a decision active at `t` (the statement then reads only theirs),
+ * or undefined where the process does not know (a ClickHouse server).
+ */
+export async function decidedAt(store: Store, findingIds: readonly string[], t: number): Promise<string[] | undefined> {
+  if (store.mode !== 'embedded') return undefined;
+  const s = await stateOf(store);
+  const at = Math.min(Math.max(t, 0), NEVER - 1);
+  const wanted = new Set(findingIds);
+  return [...new Set(s.intervals.filter((i) => wanted.has(i.finding) && i.since <= at && at < i.until).map((i) => i.finding))];
 }
