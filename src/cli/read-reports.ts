@@ -134,11 +134,6 @@ export async function* readReports(inputs: string[], stdin: Readable = process.s
   }
 }
 
-export function totalInputBytes(inputs: string[]): number | undefined {
-  if (inputs.includes('-')) return undefined;
-  return listInputFiles(inputs).reduce((sum, f) => sum + fs.statSync(f).size, 0);
-}
-
 const FS_REASONS: Record<string, string> = {
   ENOENT: 'no such file',
   EACCES: 'permission denied',

@@ -203,17 +203,3 @@ export async function decisionsAt(store: Store, findingIds: readonly string[], t
   for (const row of rows) out.set(row.finding, toDecision(row));
   return out;
 }
-
-/** Finding objects with their `decision` (SPEC §12.3): the one active at `t`, or null. */
-export async function withDecisions<F extends { id: string }>(
-  store: Store,
-  findings: F[],
-  t: number,
-): Promise<(F & { decision: Decision | null })[]> {
-  const active = await decisionsAt(
-    store,
-    findings.map((f) => f.id),
-    t,
-  );
-  return findings.map((f) => ({ ...f, decision: active.get(f.id) ?? null }));
-}

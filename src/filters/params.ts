@@ -181,11 +181,6 @@ export function paging(q: { page?: number | undefined; size?: number | undefined
   return { page: q.page ?? 1, size: q.size ?? limits.pageSizeDefault };
 }
 
-/** page and size only (the plain lists). */
-export function pageQuery(query: RawQuery, limits: PageLimits): Paging {
-  return paging(parseQuery(['page', 'size'], query, limits), limits);
-}
-
 export interface DateParams {
   atDate?: number | undefined;
   minDate?: number | undefined;

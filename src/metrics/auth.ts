@@ -8,7 +8,7 @@ import type { TokenKeys } from './keys.js';
  * `WWW-Authenticate: Bearer` and the §8.2 body telling why.
  */
 
-export { callerOf, CLOCK_TOLERANCE_SECONDS, type Caller } from '../auth/tokens.js';
+export { callerOf, type Caller } from '../auth/tokens.js';
 
 const { unauthorized, forbidden } = metricsErrors;
 

@@ -11,8 +11,8 @@ import type { NotificationEvent } from './events.js';
  * the `notifications` worker expands them into deliveries (src/notifications/dispatch.ts).
  */
 
-export type { DecisionPayload, EventType, NotificationEvent } from './events.js';
-export { decisionEvent, slaBreachedEvent, statusEvent } from './events.js';
+export type { NotificationEvent } from './events.js';
+export { decisionEvent } from './events.js';
 
 /** The queue emitters add to (same BullMQ prefix as the ingest queues, so `vulndb jobs` finds it). */
 export function notificationsQueue(connection: Redis, names: RedisNames): Queue {
