@@ -50,11 +50,14 @@ export async function dispatch(
   data: unknown,
 ): Promise<{ events: number; deliveries: number }> {
   const job: DispatchJob = dispatchJobSchema.parse(data);
+  // Without subscriptions nothing is delivered: a recovering batch's re-description (a scan of its
+  // targets' findings) is skipped too.
+  const subscriptions = await listSubscriptions(deps.store);
+  if (subscriptions.length === 0) return { events: job.events.length, deliveries: 0 };
   const byId = new Map<string, NotificationEvent>();
   for (const e of [...job.events, ...(await describedEvents(deps.store, job.describe ?? []))]) if (!byId.has(e.id)) byId.set(e.id, e);
   const events = [...byId.values()];
-  const subscriptions = await listSubscriptions(deps.store);
-  if (events.length === 0 || subscriptions.length === 0) return { events: events.length, deliveries: 0 };
+  if (events.length === 0) return { events: 0, deliveries: 0 };
 
   const now = nowSeconds();
   let deliveries = 0;

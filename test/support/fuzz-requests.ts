@@ -9,6 +9,7 @@ import type { Logger } from '../../src/log.js';
 import { workerConnection, type RedisNames } from '../../src/queue/redis.js';
 import type { z } from 'zod';
 import { errorBodySchema } from '../../src/http/schema.js';
+import { FINDING_LIST_PARAMS } from '../../src/filters/params.js';
 import { METRICS } from '../../src/metrics/routes.js';
 import { signJwt } from '../../src/metrics/sign.js';
 import { dbOperations } from '../../src/openapi/operations.js';
@@ -777,26 +778,8 @@ function valueFor(name: string, ctx: FuzzContext): fc.Arbitrary<string> {
   }
 }
 
-const ALL_PARAMS = [
-  'page',
-  'size',
-  'atDate',
-  'minDate',
-  'maxDate',
-  'minScore',
-  'maxScore',
-  'identifiermatch',
-  'status',
-  'team',
-  'teams',
-  'identifier',
-  'identifiers',
-  'labels',
-  'sortBy',
-  'sla',
-  'decision',
-  'includeSuppressed',
-];
+// Every findings-list parameter plus the statistics' switch: the fuzzer draws names the routes know.
+const ALL_PARAMS = [...FINDING_LIST_PARAMS, 'includeSuppressed'];
 const ODD_NAMES = [
   '__proto__',
   'constructor',
