@@ -191,13 +191,18 @@ export async function decisionTrail(store: Store, findingId: string): Promise<De
 export async function decisionsAt(store: Store, findingIds: readonly string[], t: number): Promise<Map<string, Decision>> {
   const out = new Map<string, Decision>();
   if (findingIds.length === 0 || !(await decisionsMayExist(store))) return out;
-  // Where the process knows each decision's interval, only the findings decided at t are read.
-  const decided = (await decidedAt(store, findingIds, t)) ?? findingIds;
-  if (decided.length === 0) return out;
+  // Where the process knows each decision's interval, the active ones are read by id: no
+  // activity rule (and none of the false positives' events) is evaluated in the statement.
+  const active = await decidedAt(store, findingIds, t);
+  if (active?.length === 0) return out;
   const these = 'finding_id IN {findings:Array(UUID)}';
-  const rows = await store.query<DecisionRow>(withRevocations(activeDecisionsAt('decAt', these), these), {
+  const decisions = active
+    ? `SELECT * FROM finding_decisions WHERE ${these} AND id IN {decisionIds:Array(UUID)}`
+    : activeDecisionsAt('decAt', these);
+  const rows = await store.query<DecisionRow>(withRevocations(decisions, these), {
     ...activeAtParams('decAt', t),
-    findings: decided,
+    findings: findingIds,
+    ...(active ? { decisionIds: active } : {}),
   });
   // Oldest first: the latest decision of a finding is the one kept.
   for (const row of rows) out.set(row.finding, toDecision(row));

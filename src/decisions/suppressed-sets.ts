@@ -3,6 +3,7 @@ import { onDataChange } from '../cache/data-version.js';
 import { NEVER } from '../domain/time.js';
 import type { Store } from '../storage/gateway.js';
 import { lapsedSince } from './lapses.js';
+import { rowsCopiesOf } from './suppressed-rows.js';
 
 /**
  * The findings suppressed at an instant T (SPEC §12.3), held by the engine as ready-built sets
@@ -22,6 +23,7 @@ import { lapsedSince } from './lapses.js';
  */
 
 interface Interval {
+  decision: string;
   target: string;
   finding: string;
   since: number;
@@ -63,7 +65,13 @@ function retire(key: string, tables: Promise<SuppressedSet | null>[]): void {
   setTimeout(() => {
     for (const set of tables)
       void set
-        .then((s) => (s ? Promise.all([s.findings, s.targets].map((t) => store.command(`DROP TABLE IF EXISTS ${t}`))) : undefined))
+        .then((s) =>
+          s
+            ? Promise.all(
+                [s.findings, s.targets, ...rowsCopiesOf(s)].map((t) => store.command(`DROP TABLE IF EXISTS ${t}`, {}, { scratch: true })),
+              )
+            : undefined,
+        )
         .catch(() => undefined);
   }, DROP_AFTER_MS).unref();
 }
@@ -77,7 +85,7 @@ async function dropLeftovers(store: Store): Promise<void> {
     'SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, {prefix:String})',
     { prefix: PREFIX },
   );
-  for (const { name } of rows) await store.command(`DROP TABLE IF EXISTS ${name}`);
+  for (const { name } of rows) await store.command(`DROP TABLE IF EXISTS ${name}`, {}, { scratch: true });
 }
 
 async function readIntervals(store: Store): Promise<Interval[]> {
@@ -97,7 +105,7 @@ async function readIntervals(store: Store): Promise<Interval[]> {
   return decisions.flatMap((d) => {
     const until = Math.min(Number(d.expires ?? NEVER), revoked.get(d.id) ?? NEVER, lapses.get(d.id) ?? NEVER);
     const since = Number(d.since);
-    return since < until ? [{ target: d.target, finding: d.finding, since, until }] : [];
+    return since < until ? [{ decision: d.id, target: d.target, finding: d.finding, since, until }] : [];
   });
 }
 
@@ -133,15 +141,19 @@ async function build(store: Store, intervals: Interval[], t: number): Promise<Su
   // A finding id (src/domain/ids.ts) is unique across targets: one UUID to hash per row tested.
   const suffix = randomUUID().replaceAll('-', '');
   const set = { findings: `${PREFIX}${suffix}`, targets: `${PREFIX}${suffix}_targets` };
-  await store.command(`CREATE TABLE ${set.findings} (id UUID) ENGINE = Set`);
-  await store.command(`CREATE TABLE ${set.targets} (id UUID) ENGINE = Set`);
+  // Scratch statements: they change nothing other statements read (Store.changes()).
+  const scratch = { scratch: true };
+  await store.command(`CREATE TABLE ${set.findings} (id UUID) ENGINE = Set`, {}, scratch);
+  await store.command(`CREATE TABLE ${set.targets} (id UUID) ENGINE = Set`, {}, scratch);
   await store.insert(
     set.findings,
     [...findings].map((id) => ({ id })),
+    scratch,
   );
   await store.insert(
     set.targets,
     [...targets].map((id) => ({ id })),
+    scratch,
   );
   return set;
 }
@@ -183,13 +195,13 @@ export async function suppressedSetAt(store: Store, t: number): Promise<Suppress
 }
 
 /**
- * Which of these findings have a decision active at `t` (the statement then reads only theirs),
- * or undefined where the process does not know (a ClickHouse server).
+ * The decisions active at `t` on these findings (decision ids: the statement then reads only
+ * those rows), or undefined where the process does not know (a ClickHouse server).
  */
 export async function decidedAt(store: Store, findingIds: readonly string[], t: number): Promise<string[] | undefined> {
   if (store.mode !== 'embedded') return undefined;
   const s = await stateOf(store);
   const at = Math.min(Math.max(t, 0), NEVER - 1);
   const wanted = new Set(findingIds);
-  return [...new Set(s.intervals.filter((i) => wanted.has(i.finding) && i.since <= at && at < i.until).map((i) => i.finding))];
+  return s.intervals.filter((i) => wanted.has(i.finding) && i.since <= at && at < i.until).map((i) => i.decision);
 }

@@ -1,8 +1,10 @@
-import type { Sql } from '../filters/sql.js';
-import type { Store } from '../storage/gateway.js';
+import { findingsIn, merge, type Scope, type Sql, targetScope, whereClause } from '../filters/sql.js';
+import type { StatementOptions, Store } from '../storage/gateway.js';
+import { DataChanged } from '../storage/store-errors.js';
 import { activeAtParams, activeDecisionsAt, notSuppressedAt, suppressedAt } from './active.js';
 import { lapsedAt } from './lapses.js';
 import { decisionsMayExist } from './presence.js';
+import { rowsCopyOf } from './suppressed-rows.js';
 import { suppressedSetAt } from './suppressed-sets.js';
 
 /**
@@ -58,31 +60,93 @@ export async function unsuppressed(store: Store, f: SuppressionFilter, t: number
   return { where: [notSuppressedAt(PARAM, active.bound)], params: active.params };
 }
 
-type Suppressed = Sql & {
-  /** The targets with a finding suppressed at `t`, as a condition on `column` (same parameters). */
-  targetsIn: (column: string) => string;
-};
+/**
+ * What an additive statistic subtracts (SPEC §12.3): the rows, with the columns of `findings`, of
+ * the findings in scope suppressed at T, and the options of the statement that reads them.
+ */
+export interface SuppressedRows {
+  from: string;
+  scope: Sql;
+  options: StatementOptions;
+}
 
 /**
- * Rows suppressed at `t`, to subtract from materialized counters (which know nothing of
- * decisions); undefined when there is nothing to subtract.
+ * The suppressed rows of a scope at `t`, or undefined when there is nothing to subtract. Embedded,
+ * from the copy of their rows (src/decisions/suppressed-rows.ts) while it is valid, else (or with
+ * `inStatement`) read by the statement from the scope's findings.
  */
-export async function suppressedOnly(store: Store, f: SuppressionFilter, t: number): Promise<Suppressed | undefined> {
+export async function suppressedRows(
+  store: Store,
+  f: Scope & SuppressionFilter,
+  t: number,
+  inStatement = false,
+): Promise<SuppressedRows | undefined> {
   if (!(await applies(store, f))) return undefined;
   const set = await suppressedSetAt(store, t);
   if (set === null) return undefined;
-  if (set) {
+  const rows = findingsIn(f);
+  if (set === undefined) {
+    const active = await activeAt(store, t);
     return {
-      where: [`id IN {${PARAM}Findings:Identifier}`],
-      params: { [`${PARAM}Findings`]: set.findings, [`${PARAM}Targets`]: set.targets },
-      targetsIn: (column) => `${column} IN {${PARAM}Targets:Identifier}`,
+      from: rows.from,
+      scope: merge(rows.scope, { where: [suppressedAt(PARAM, active.bound)], params: active.params }),
+      options: {},
     };
   }
-  const active = await activeAt(store, t);
+  const copy = inStatement ? undefined : rowsCopyOf(store, set);
+  if (!copy) {
+    const ids = { where: [`id IN {${PARAM}Findings:Identifier}`], params: { [`${PARAM}Findings`]: set.findings } };
+    return { from: rows.from, scope: merge(rows.scope, ids), options: {} };
+  }
+  // The copy holds each finding once, with its target's teams.
+  const team: Sql =
+    f.team === undefined ? { where: [], params: {} } : { where: ['has(teams, {scopeTeam:String})'], params: { scopeTeam: f.team } };
+  return { from: copy.table, scope: merge(team, targetScope({ ...f, team: undefined })), options: { unchangedSince: copy.changes } };
+}
+
+/**
+ * Runs a statistic's statement with the scope's suppressed rows at `t` (undefined: nothing to
+ * subtract); once more, reading them in the statement, if the data changed after the copy it
+ * relied on (the engine then refused the first statement).
+ */
+export async function withSuppressedRows<T>(
+  store: Store,
+  f: Scope & SuppressionFilter,
+  t: number,
+  statement: (rows: SuppressedRows | undefined) => Promise<T>,
+): Promise<T> {
+  try {
+    return await statement(await suppressedRows(store, f, t));
+  } catch (err) {
+    if (!(err instanceof DataChanged)) throw err;
+    return statement(await suppressedRows(store, f, t, true));
+  }
+}
+
+/**
+ * A statement of aggregates grouped by `keys` over `rows` (`aggregate` writes it for a FROM body
+ * and a WHERE clause), less the same aggregates over the suppressed rows: one statement, whose
+ * `values` must be signed (toInt64) and are summed per key.
+ */
+export function lessSuppressed(
+  aggregate: (from: string, where: string) => string,
+  rows: { from: string; scope: Sql },
+  conditions: Sql,
+  keys: readonly string[],
+  values: readonly string[],
+  suppressed: SuppressedRows | undefined,
+): { sql: string; params: Record<string, unknown> } {
+  const all = merge(rows.scope, conditions);
+  if (!suppressed) return { sql: aggregate(rows.from, whereClause(all)), params: all.params };
+  const minus = merge(suppressed.scope, conditions);
   return {
-    where: [suppressedAt(PARAM, active.bound)],
-    params: active.params,
-    targetsIn: (column) => `${column} IN (SELECT target_id FROM (${activeDecisionsAt(PARAM, '1', active.bound)}))`,
+    sql: `SELECT ${[...keys, ...values.map((v) => `sum(${v}) AS ${v}`)].join(', ')}
+          FROM (${aggregate(rows.from, whereClause(all))}
+                UNION ALL
+                SELECT ${[...keys, ...values.map((v) => `-${v} AS ${v}`)].join(', ')}
+                FROM (${aggregate(suppressed.from, whereClause(minus))}))
+          GROUP BY ${keys.join(', ')}`,
+    params: { ...all.params, ...minus.params },
   };
 }
 

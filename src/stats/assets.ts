@@ -1,5 +1,5 @@
 import { SEVERITIES, type Severity } from '../domain/severity.js';
-import { type SuppressionFilter, suppressedOnly, unsuppressed } from '../decisions/suppression.js';
+import { type SuppressionFilter, unsuppressed, withSuppressedRows } from '../decisions/suppression.js';
 import { nowSeconds } from '../domain/time.js';
 import { countsIn, findingsIn, labelsAndScores, merge, targetScope, whereClause, type Scope } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
@@ -8,8 +8,7 @@ import type { AssetStatsBody } from './schema.js';
 /**
  * SPEC §7.7: the targets in scope, and those with at least one currently OPEN finding (of the
  * given labels) counted once each in the severity of their highest open score. Without labels the
- * materialized counts per target answer it, except for the targets with a finding suppressed now
- * (SPEC §12.3): those are read from their findings.
+ * materialized counts per target answer it, less the findings suppressed now (SPEC §12.3).
  */
 export async function assetStats(
   store: Store,
@@ -20,30 +19,30 @@ export async function assetStats(
   const [total] = await store.query<{ n: number }>(`SELECT count() AS n FROM targets FINAL ${whereClause(targets)}`, targets.params);
   let rows: { severity: Severity; n: number }[];
   if (!f.labels?.length) {
-    // A target's highest severity with an OPEN finding, from its materialized counters.
+    // A target's highest severity with an OPEN finding, from its materialized counters, less its
+    // suppressed OPEN findings.
     const highest = `multiIf(${SEVERITIES.map((sev) => `sum(open_${sev}) > 0, '${sev}'`).join(', ')}, '')`;
     const counts = countsIn(f);
-    let countsWhere = counts.scope;
-    let decided = '';
-    const suppressed = await suppressedOnly(store, f, now);
-    if (suppressed) {
-      countsWhere = merge(counts.scope, { where: [`NOT (${suppressed.targetsIn('target_id')})`], params: suppressed.params });
-      const open = findingsIn(f);
-      const sql = merge(
-        open.scope,
-        { where: ["status = 'OPEN'", suppressed.targetsIn('target_id')], params: {} },
-        await unsuppressed(store, f, now),
+    rows = await withSuppressedRows(store, f, now, (suppressed) => {
+      let perTarget = `SELECT target_id, ${highest} AS highest FROM ${counts.from} ${whereClause(counts.scope)} GROUP BY target_id`;
+      let params = counts.scope.params;
+      if (suppressed) {
+        const open = merge(suppressed.scope, { where: ["status = 'OPEN'"], params: {} });
+        const columns = SEVERITIES.map((sev) => `open_${sev}`);
+        perTarget = `SELECT target_id, ${highest} AS highest
+                     FROM (SELECT target_id, ${columns.join(', ')} FROM ${counts.from} ${whereClause(counts.scope)}
+                           UNION ALL
+                           SELECT target_id, ${SEVERITIES.map((sev) => `-toInt64(severity = '${sev}') AS open_${sev}`).join(', ')}
+                           FROM ${suppressed.from} ${whereClause(open)})
+                     GROUP BY target_id`;
+        params = { ...params, ...open.params };
+      }
+      return store.query<{ severity: Severity; n: number }>(
+        `SELECT highest AS severity, count() AS n FROM (${perTarget}) WHERE highest != '' GROUP BY highest`,
+        params,
+        suppressed?.options,
       );
-      decided = `UNION ALL SELECT target_id, toString(max(severity)) AS highest FROM ${open.from} ${whereClause(sql)} GROUP BY target_id`;
-      countsWhere = merge(countsWhere, { where: [], params: sql.params });
-    }
-    rows = await store.query(
-      `SELECT highest AS severity, count() AS n
-       FROM (SELECT target_id, ${highest} AS highest FROM ${counts.from} ${whereClause(countsWhere)} GROUP BY target_id ${decided})
-       WHERE highest != ''
-       GROUP BY highest`,
-      countsWhere.params,
-    );
+    });
   } else {
     const open = findingsIn(f);
     const sql = merge(

@@ -1,5 +1,5 @@
 import { SEVERITIES, zeroBySeverity, type BySeverity, type Severity } from '../domain/severity.js';
-import { referenceInstant, suppressedOnly, unsuppressed } from '../decisions/suppression.js';
+import { lessSuppressed, referenceInstant, withSuppressedRows } from '../decisions/suppression.js';
 import { countsIn, findingsIn, labelsAndScores, merge, statusAndTime, whereClause } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
@@ -7,32 +7,49 @@ import type { StatFilters } from './filters.js';
 /**
  * Open (SPEC §7.1) and fixed (§7.2) findings by severity. Current counts without label or score
  * filters come from the materialized counts per target (finding_counts, or a single team's copy);
- * a scope of several teams is the set of their targets, each counted once. The counters know
- * nothing of decisions: while findings are suppressed, the findings themselves are counted (one
- * statement; subtracting the suppressed ones from the counters read as many granules again).
+ * a scope of several teams is the set of their targets, each counted once. Findings suppressed at
+ * the reference instant (§12.3) are subtracted in the same statement: the counters and the
+ * statistics over every finding know nothing of decisions.
  */
 export async function findingCounts(store: Store, status: 'OPEN' | 'FIXED', f: StatFilters, now: number): Promise<BySeverity<number>> {
   const current = f.atDate === undefined && f.minDate === undefined && f.maxDateEnd === undefined;
   const plain = current && !f.labels?.length && f.minScore === undefined && f.maxScore === undefined;
-  let rows: { severity: Severity; n: number }[];
-  if (plain && !(await suppressedOnly(store, f, now))) {
-    const { from, scope } = countsIn(f);
-    const prefix = status === 'OPEN' ? 'open' : 'fixed';
-    const [sums] = await store.query<BySeverity<number>>(
-      `SELECT ${SEVERITIES.map((s) => `sum(${prefix}_${s}) AS ${s}`).join(', ')} FROM ${from} ${whereClause(scope)}`,
-      scope.params,
+  const rows = await withSuppressedRows(store, f, referenceInstant(f, now), (suppressed) => {
+    if (plain) {
+      const { from, scope } = countsIn(f);
+      const prefix = status === 'OPEN' ? 'open' : 'fixed';
+      if (!suppressed) {
+        return store
+          .query<BySeverity<number>>(
+            `SELECT ${SEVERITIES.map((s) => `sum(${prefix}_${s}) AS ${s}`).join(', ')} FROM ${from} ${whereClause(scope)}`,
+            scope.params,
+          )
+          .then(([sums]) => SEVERITIES.map((severity) => ({ severity, n: sums?.[severity] ?? 0 })));
+      }
+      // One row per severity out of the counters' single row of sums, less the suppressed findings.
+      const pairs = SEVERITIES.map((s) => `('${s}', toInt64(sum(${prefix}_${s})))`).join(', ');
+      const counters = `SELECT p.1 AS severity, p.2 AS n FROM (SELECT arrayJoin([${pairs}]) AS p FROM ${from} ${whereClause(scope)})`;
+      const minus = merge(suppressed.scope, { where: ['status = {countStatus:String}'], params: { countStatus: status } });
+      return store.query<{ severity: Severity; n: number }>(
+        `SELECT severity, sum(n) AS n
+         FROM (${counters}
+               UNION ALL
+               SELECT toString(severity) AS severity, -toInt64(count()) AS n FROM ${suppressed.from} ${whereClause(minus)} GROUP BY severity)
+         GROUP BY severity`,
+        { ...scope.params, ...minus.params },
+        suppressed.options,
+      );
+    }
+    const statement = lessSuppressed(
+      (from, where) => `SELECT severity, toInt64(count()) AS n FROM ${from} ${where} GROUP BY severity`,
+      findingsIn(f),
+      merge(labelsAndScores(f), statusAndTime({ ...f, status }, now)),
+      ['severity'],
+      ['n'],
+      suppressed,
     );
-    rows = SEVERITIES.map((severity) => ({ severity, n: sums?.[severity] ?? 0 }));
-  } else {
-    const { from, scope } = findingsIn(f);
-    const sql = merge(
-      scope,
-      labelsAndScores(f),
-      statusAndTime({ ...f, status }, now),
-      await unsuppressed(store, f, referenceInstant(f, now)),
-    );
-    rows = await store.query(`SELECT severity, count() AS n FROM ${from} ${whereClause(sql)} GROUP BY severity`, sql.params);
-  }
+    return store.query<{ severity: Severity; n: number }>(statement.sql, statement.params, suppressed?.options);
+  });
   const out = zeroBySeverity();
   for (const r of rows) if (SEVERITIES.includes(r.severity)) out[r.severity] = r.n;
   return out;

@@ -1,4 +1,4 @@
-import { referenceInstant, suppressedOnly, unsuppressed } from '../decisions/suppression.js';
+import { referenceInstant, type SuppressedRows, unsuppressed, withSuppressedRows } from '../decisions/suppression.js';
 import type { Paging } from '../filters/params.js';
 import { findingsIn, labelsAndScores, merge, sqlTime, whereClause, type Sql } from '../filters/sql.js';
 import { NEVER, nowSeconds } from '../domain/time.js';
@@ -19,7 +19,7 @@ export async function issueStats(store: Store, f: StatFilters, page: Paging, now
   const filtered = [f.minScore, f.maxScore, f.minDate, f.maxDateEnd, f.team, f.teams].some((v) => v !== undefined);
   const t = referenceInstant(f, now);
   if (filtered) return filteredIssueStats(store, f, page, await unsuppressed(store, f, t));
-  return currentIssueStats(store, page, await suppressedOnly(store, f, t));
+  return withSuppressedRows(store, f, t, (suppressed) => currentIssueStats(store, page, suppressed));
 }
 
 interface IssueCounts {
@@ -33,31 +33,34 @@ interface IssueCounts {
  * per-issue counters (migration 0011, one row per issue) in one statement, less the suppressed
  * findings (the counters know nothing of decisions), then the page's issues are looked up by id.
  */
-function perIssue(suppressed: Sql | undefined): string {
+function perIssue(suppressed: SuppressedRows | undefined): string {
   const minus = suppressed
     ? `UNION ALL
        SELECT issue_id, -toInt64(countIf(status = 'OPEN')) AS open, -toInt64(countIf(status = 'FIXED')) AS fixed
-       FROM findings FINAL ${whereClause(suppressed)} GROUP BY issue_id`
+       FROM ${suppressed.from} ${whereClause(suppressed.scope)} GROUP BY issue_id`
     : '';
   return `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n
            FROM (SELECT issue_id, open, fixed FROM issue_finding_counts ${minus})
            GROUP BY issue_id HAVING open_n + fixed_n > 0)`;
 }
 
-async function currentIssueStats(store: Store, page: Paging, suppressed: Sql | undefined): Promise<PageOf<IssueStatBody>> {
+async function currentIssueStats(store: Store, page: Paging, suppressed: SuppressedRows | undefined): Promise<PageOf<IssueStatBody>> {
   const counts = perIssue(suppressed);
+  const params = { ...suppressed?.scope.params };
+  const options = suppressed?.options;
   const counted = pageCanHoldRows(page)
     ? await store.query<IssueCounts & { page_total: number }>(
         `SELECT issue_id AS id, open_n AS open, fixed_n AS fixed, count() OVER () AS page_total
          FROM ${counts}
          ORDER BY ${byId('issue_id')}
          ${PAGE_LIMIT}`,
-        { ...pageParams(page), ...suppressed?.params },
+        { ...pageParams(page), ...params },
+        options,
       )
     : [];
   const total = await toldTotal(
     store,
-    { sql: `SELECT count() AS n FROM ${counts}`, params: { ...suppressed?.params } },
+    { sql: `SELECT count() AS n FROM ${counts}`, params, options },
     page,
     counted.length,
     counted[0]?.page_total,

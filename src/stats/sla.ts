@@ -1,7 +1,7 @@
-import { referenceInstant, unsuppressed } from '../decisions/suppression.js';
+import { lessSuppressed, referenceInstant, withSuppressedRows } from '../decisions/suppression.js';
 import { NEVER } from '../domain/time.js';
 import { SEVERITIES, type BySeverity, type Severity } from '../domain/severity.js';
-import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
+import { findingsIn, labelsAndScores, merge, type Sql, sqlAt, sqlTime } from '../filters/sql.js';
 import type { SlaPolicy } from '../sla/policy.js';
 import { period, slaParams } from '../sla/sql.js';
 import type { Store } from '../storage/gateway.js';
@@ -11,8 +11,8 @@ import type { StatFilters } from './filters.js';
  * SPEC §12.2: findings in scope OPEN and breached at T (now or atDate), and the closed periods
  * fixed — in [L, U) with a range, else before T — and of those the ones fixed within their SLA,
  * by severity of the current score. One pass of the engine over the scope's period arrays. Findings
- * suppressed by a triage decision at the reference instant (T, or a range's end) are left out
- * unless includeSuppressed (§12.3).
+ * suppressed by a triage decision at the reference instant (T, or a range's end) are subtracted in
+ * the same statement unless includeSuppressed (§12.3).
  */
 
 type Totalled<T> = BySeverity<T> & { total: T };
@@ -38,29 +38,38 @@ interface Row {
 const round4 = (x: number) => Math.round(x * 10_000 + 1e-9) / 10_000;
 
 export async function slaStats(store: Store, f: StatFilters, now: number, policy: SlaPolicy): Promise<SlaStats> {
-  const rows = findingsIn(f);
-  const scope = merge(rows.scope, labelsAndScores(f), await unsuppressed(store, f, referenceInstant(f, now)));
   const ranged = f.minDate !== undefined || f.maxDateEnd !== undefined;
   const fixedWhen = ranged ? `x >= {slaFixedFrom:DateTime('UTC')} AND x < {slaFixedTo:DateTime('UTC')}` : `x < {slaAt:DateTime('UTC')}`;
-  const params = {
-    ...scope.params,
-    ...slaParams(policy),
-    slaAt: sqlAt(f.atDate ?? now),
-    ...(ranged ? { slaFixedFrom: sqlTime(f.minDate ?? 0), slaFixedTo: sqlTime(f.maxDateEnd ?? NEVER) } : {}),
+  const bound: Sql = {
+    where: [],
+    params: {
+      ...slaParams(policy),
+      slaAt: sqlAt(f.atDate ?? now),
+      ...(ranged ? { slaFixedFrom: sqlTime(f.minDate ?? 0), slaFixedTo: sqlTime(f.maxDateEnd ?? NEVER) } : {}),
+    },
   };
   // One row per period. Periods never overlap, so a finding has at most one OPEN at T: the open
   // periods count findings.
-  const found = await store.query<Row>(
+  const perPeriod = (from: string, where: string) =>
     `SELECT severity,
-            countIf(${period.openAt('slaAt')}) AS open,
-            countIf(${period.openAt('slaAt')} AND ${period.pastDeadlineAt('slaAt')}) AS breached,
-            countIf(${fixedWhen}) AS fixed,
-            countIf(${fixedWhen} AND ${period.fixedWithin}) AS fixed_within
-     FROM (SELECT severity, found_at, fixed_at FROM ${rows.from} ${whereClause(scope)})
+            toInt64(countIf(${period.openAt('slaAt')})) AS open,
+            toInt64(countIf(${period.openAt('slaAt')} AND ${period.pastDeadlineAt('slaAt')})) AS breached,
+            toInt64(countIf(${fixedWhen})) AS fixed,
+            toInt64(countIf(${fixedWhen} AND ${period.fixedWithin})) AS fixed_within
+     FROM (SELECT severity, found_at, fixed_at FROM ${from} ${where})
      ARRAY JOIN found_at AS f, fixed_at AS x
-     GROUP BY severity`,
-    params,
-  );
+     GROUP BY severity`;
+  const found = await withSuppressedRows(store, f, referenceInstant(f, now), (suppressed) => {
+    const statement = lessSuppressed(
+      perPeriod,
+      findingsIn(f),
+      merge(labelsAndScores(f), bound),
+      ['severity'],
+      ['open', 'breached', 'fixed', 'fixed_within'],
+      suppressed,
+    );
+    return store.query<Row>(statement.sql, statement.params, suppressed?.options);
+  });
   return summarise(found, policy);
 }
 

@@ -1,5 +1,5 @@
 import type { Paging } from '../filters/params.js';
-import type { QueryParams, Store } from './gateway.js';
+import type { QueryParams, StatementOptions, Store } from './gateway.js';
 
 /**
  * Pagination arithmetic and the count of a list (SPEC §5.3). A list's page statement ends in
@@ -60,6 +60,7 @@ export const byId = (column = 'id') => `UUIDToNum(${column})`;
 export interface CountStatement {
   sql: string;
   params: QueryParams;
+  options?: StatementOptions | undefined;
 }
 
 /** The total for a page of `returned` rows: known from a short page, counted otherwise. */
@@ -67,7 +68,7 @@ export async function pageTotal(store: Store, count: CountStatement, page: Pagin
   const offset = offsetOf(page);
   if (returned > 0 && returned < page.size) return offset + returned;
   if (returned === 0 && offset === 0) return 0;
-  const [row] = await store.query<{ n: number }>(count.sql, count.params);
+  const [row] = await store.query<{ n: number }>(count.sql, count.params, count.options);
   const total = row?.n ?? 0;
   if (offset > total) throw new PageNotFound();
   return total;
