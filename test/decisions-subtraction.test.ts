@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SuppressedRows, suppressedRows, withSuppressedRows } from '../src/decisions/suppression.js';
 import { DEFAULT_SLA_POLICY } from '../src/sla/policy.js';
 import { assetStats } from '../src/stats/assets.js';
+import { currentExposureStats, totalExposureStats } from '../src/stats/exposure.js';
 import { findingCounts } from '../src/stats/counts.js';
 import type { StatFilters } from '../src/stats/filters.js';
 import { issueStats } from '../src/stats/issues.js';
@@ -14,7 +15,7 @@ import { json, startTestService, type TestService } from './support/service.js';
 import { C, H, I, M, SLA_NOW, SLA_REPORTS, SLA_TARGETS, slaFinding, TEAM_X, TEAM_Y } from './support/sla-history.js';
 
 /**
- * Additive statistics subtract the findings suppressed at their reference instant (SPEC §12.3),
+ * Additive statistics (and the counts per value exposure percentiles are read from) subtract the findings suppressed at their reference instant (SPEC §12.3),
  * read either from the copy of their rows the process keeps for a quiet state of the data
  * (src/decisions/suppressed-rows.ts) or, once the data changed, by the statement itself. Both
  * must give the same answers for every statistic, scope and filter; the answers themselves are
@@ -75,6 +76,8 @@ async function additive(f: StatFilters) {
     fixed: await findingCounts(store, 'FIXED', f, now),
     mttr: await mttrStats(store, f, now),
     sla: await slaStats(store, f, now, DEFAULT_SLA_POLICY),
+    exposure: f.minDate === undefined ? await totalExposureStats(store, f, now) : null,
+    current: f.minDate === undefined ? await currentExposureStats(store, f, now) : null,
     assets: current && f.minScore === undefined ? await assetStats(store, f, now) : null,
     issues: f.team === undefined && f.teams === undefined ? (await issueStats(store, f, { page: 1, size: 50 }, now)).rows : null,
   };

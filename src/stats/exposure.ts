@@ -1,52 +1,95 @@
-import { unsuppressed } from '../decisions/suppression.js';
-import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, whereClause, type Sql } from '../filters/sql.js';
+import { lessSuppressed, type SuppressedRows, withSuppressedRows } from '../decisions/suppression.js';
+import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
 import { round2 } from './numbers.js';
 import type { PercentilesBody } from './schema.js';
 
 /**
- * Exposure percentiles (SPEC §7.5, §7.6, §7.8). quantilesExactInclusive interpolates linearly
- * between closest ranks with h = p × (n − 1), which is SPEC §7.8's definition.
+ * Exposure percentiles (SPEC §7.5, §7.6, §7.8). Exposures are whole hours, so the findings in scope
+ * have a few thousand distinct values at most: the engine counts the findings per value (less the
+ * findings suppressed at T, subtracted in the same statement, §12.3) and the percentiles are
+ * interpolated from those counts, with h = p × (n − 1) as §7.8 defines (quantilesExactInclusive's
+ * rule). Counting per value costs the engine less than collecting every value to rank it.
  */
 
-async function percentilesOf(store: Store, valueSql: string, from: string, where: Sql): Promise<PercentilesBody> {
-  const [row] = await store.query<{ q: number[]; mean: number; n: number }>(
-    `SELECT quantilesExactInclusive(0.1, 0.25, 0.5, 0.75, 0.9)(v) AS q, avg(v) AS mean, count() AS n
-     FROM (SELECT toFloat64(${valueSql}) AS v FROM ${from} ${whereClause(where)})`,
-    where.params,
-  );
-  const q = row && row.n > 0 ? row.q : [0, 0, 0, 0, 0];
+const LEVELS = [0.1, 0.25, 0.5, 0.75, 0.9] as const;
+
+/** The percentiles and mean of the values counted in `histogram` ([value, count], ascending). */
+export function percentilesOfCounts(histogram: readonly (readonly [number, number])[]): PercentilesBody {
+  const n = histogram.reduce((sum, [, c]) => sum + c, 0);
+  if (n === 0) return { percentile_10: 0, percentile_25: 0, percentile_50: 0, percentile_75: 0, percentile_90: 0, mean: 0 };
+  /** The value of rank r (0-based) among the n values. */
+  const at = (r: number) => {
+    let seen = 0;
+    for (const [value, c] of histogram) {
+      seen += c;
+      if (r < seen) return value;
+    }
+    return histogram[histogram.length - 1]![0];
+  };
+  const [p10, p25, p50, p75, p90] = LEVELS.map((p) => {
+    const h = p * (n - 1);
+    const lo = Math.floor(h);
+    const a = at(lo);
+    return a + (h - lo) * (at(Math.min(lo + 1, n - 1)) - a);
+  }) as [number, number, number, number, number];
+  const sum = histogram.reduce((s, [value, c]) => s + value * c, 0);
   return {
-    percentile_10: round2(q[0]!),
-    percentile_25: round2(q[1]!),
-    percentile_50: round2(q[2]!),
-    percentile_75: round2(q[3]!),
-    percentile_90: round2(q[4]!),
-    mean: row && row.n > 0 ? round2(row.mean) : 0,
+    percentile_10: round2(p10),
+    percentile_25: round2(p25),
+    percentile_50: round2(p50),
+    percentile_75: round2(p75),
+    percentile_90: round2(p90),
+    mean: round2(sum / n),
   };
 }
 
+async function percentilesOf(
+  store: Store,
+  valueSql: string,
+  rows: { from: string; scope: Sql },
+  conditions: Sql,
+  suppressed: SuppressedRows | undefined,
+): Promise<PercentilesBody> {
+  const counted = lessSuppressed(
+    (from, where) => `SELECT ${valueSql} AS v, toInt64(count()) AS c FROM ${from} ${where} GROUP BY v`,
+    rows,
+    conditions,
+    ['v'],
+    ['c'],
+    suppressed,
+  );
+  const [row] = await store.query<{ h: [number, number][] }>(
+    `SELECT arraySort(groupArray((v, c))) AS h FROM (${counted.sql}) WHERE c > 0`,
+    counted.params,
+    suppressed?.options,
+  );
+  return percentilesOfCounts(row?.h ?? []);
+}
+
 /** §7.5: total_exposure(T) of every finding in scope that exists at T (T = now or atDate). */
-export async function totalExposureStats(store: Store, f: StatFilters, now: number): Promise<PercentilesBody> {
-  const rows = findingsIn(f);
-  const scope = merge(rows.scope, labelsAndScores(f), await unsuppressed(store, f, f.atDate ?? now));
-  if (f.atDate !== undefined) {
-    const where = merge(scope, { where: [state.existsAt('at')], params: { at: sqlAt(f.atDate) } });
-    return percentilesOf(store, state.totalExposureAt('at'), rows.from, where);
-  }
-  const where = merge(scope, { where: [state.existsAt('now')], params: { now: sqlTime(now) } });
-  return percentilesOf(store, state.totalExposureNow('now'), rows.from, where);
+export function totalExposureStats(store: Store, f: StatFilters, now: number): Promise<PercentilesBody> {
+  const at = f.atDate;
+  const conditions = merge(
+    labelsAndScores(f),
+    at !== undefined
+      ? { where: [state.existsAt('at')], params: { at: sqlAt(at) } }
+      : { where: [state.existsAt('now')], params: { now: sqlTime(now) } },
+  );
+  const value = at !== undefined ? state.totalExposureAt('at') : state.totalExposureNow('now');
+  return withSuppressedRows(store, f, at ?? now, (suppressed) => percentilesOf(store, value, findingsIn(f), conditions, suppressed));
 }
 
 /** §7.6: current_exposure(T) of every finding in scope that is OPEN at T. */
-export async function currentExposureStats(store: Store, f: StatFilters, now: number): Promise<PercentilesBody> {
-  const rows = findingsIn(f);
-  const scope = merge(rows.scope, labelsAndScores(f), await unsuppressed(store, f, f.atDate ?? now));
-  if (f.atDate !== undefined) {
-    const where = merge(scope, { where: [state.openAt('at')], params: { at: sqlAt(f.atDate) } });
-    return percentilesOf(store, state.currentExposureAt('at'), rows.from, where);
-  }
-  const where = merge(scope, { where: ["status = 'OPEN'"], params: { now: sqlTime(now) } });
-  return percentilesOf(store, state.currentExposureNow('now'), rows.from, where);
+export function currentExposureStats(store: Store, f: StatFilters, now: number): Promise<PercentilesBody> {
+  const at = f.atDate;
+  const conditions = merge(
+    labelsAndScores(f),
+    at !== undefined
+      ? { where: [state.openAt('at')], params: { at: sqlAt(at) } }
+      : { where: ["status = 'OPEN'"], params: { now: sqlTime(now) } },
+  );
+  const value = at !== undefined ? state.currentExposureAt('at') : state.currentExposureNow('now');
+  return withSuppressedRows(store, f, at ?? now, (suppressed) => percentilesOf(store, value, findingsIn(f), conditions, suppressed));
 }
