@@ -79,7 +79,7 @@ async function additive(f: StatFilters) {
     exposure: f.minDate === undefined ? await totalExposureStats(store, f, now) : null,
     current: f.minDate === undefined ? await currentExposureStats(store, f, now) : null,
     assets: current && f.minScore === undefined ? await assetStats(store, f, now) : null,
-    issues: f.team === undefined && f.teams === undefined ? (await issueStats(store, f, { page: 1, size: 50 }, now)).rows : null,
+    issues: (await issueStats(store, f, { page: 1, size: 50 }, now)).rows,
   };
 }
 

@@ -50,16 +50,6 @@ async function activeAt(store: Store, t: number): Promise<{ params: Record<strin
   return { params: { ...activeAtParams(PARAM, t), [`${PARAM}Lapsed`]: lapsed }, bound: true };
 }
 
-/** Rows (target_id, id) not suppressed at `t`, unless includeSuppressed. */
-export async function unsuppressed(store: Store, f: SuppressionFilter, t: number): Promise<Sql> {
-  if (!(await applies(store, f))) return NONE;
-  const set = await suppressedSetAt(store, t);
-  if (set === null) return NONE;
-  if (set) return { where: [`id NOT IN {${PARAM}Findings:Identifier}`], params: { [`${PARAM}Findings`]: set.findings } };
-  const active = await activeAt(store, t);
-  return { where: [notSuppressedAt(PARAM, active.bound)], params: active.params };
-}
-
 /**
  * What an additive statistic subtracts (SPEC §12.3): the rows, with the columns of `findings`, of
  * the findings in scope suppressed at T, and the options of the statement that reads them.

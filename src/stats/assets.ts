@@ -1,5 +1,5 @@
 import { SEVERITIES, type Severity } from '../domain/severity.js';
-import { type SuppressionFilter, unsuppressed, withSuppressedRows } from '../decisions/suppression.js';
+import { lessSuppressed, type SuppressionFilter, withSuppressedRows } from '../decisions/suppression.js';
 import { nowSeconds } from '../domain/time.js';
 import { countsIn, findingsIn, labelsAndScores, merge, targetScope, whereClause, type Scope } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
@@ -44,19 +44,24 @@ export async function assetStats(
       );
     });
   } else {
-    const open = findingsIn(f);
-    const sql = merge(
-      open.scope,
-      labelsAndScores({ labels: f.labels }),
-      { where: ["status = 'OPEN'"], params: {} },
-      await unsuppressed(store, f, now),
-    );
-    rows = await store.query(
-      `SELECT highest AS severity, count() AS n
-       FROM (SELECT target_id, max(severity) AS highest FROM ${open.from} ${whereClause(sql)} GROUP BY target_id)
-       GROUP BY highest`,
-      sql.params,
-    );
+    // Per target, its OPEN findings of the labels by severity, less the suppressed ones.
+    rows = await withSuppressedRows(store, f, now, (suppressed) => {
+      const open = lessSuppressed(
+        (from, where) => `SELECT target_id, severity, toInt64(count()) AS n FROM ${from} ${where} GROUP BY target_id, severity`,
+        findingsIn(f),
+        merge(labelsAndScores({ labels: f.labels }), { where: ["status = 'OPEN'"], params: {} }),
+        ['target_id', 'severity'],
+        ['n'],
+        suppressed,
+      );
+      return store.query<{ severity: Severity; n: number }>(
+        `SELECT highest AS severity, count() AS n
+         FROM (SELECT target_id, max(severity) AS highest FROM (${open.sql}) WHERE n > 0 GROUP BY target_id)
+         GROUP BY highest`,
+        open.params,
+        suppressed?.options,
+      );
+    });
   }
   const out = { total: total?.n ?? 0 } as AssetStatsBody;
   for (const s of SEVERITIES) out[s] = rows.find((r) => r.severity === s)?.n ?? 0;

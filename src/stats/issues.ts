@@ -1,6 +1,6 @@
-import { referenceInstant, type SuppressedRows, unsuppressed, withSuppressedRows } from '../decisions/suppression.js';
+import { lessSuppressed, referenceInstant, type SuppressedRows, withSuppressedRows } from '../decisions/suppression.js';
 import type { Paging } from '../filters/params.js';
-import { findingsIn, labelsAndScores, merge, sqlTime, whereClause, type Sql } from '../filters/sql.js';
+import { findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
 import { NEVER, nowSeconds } from '../domain/time.js';
 import { issuesByIds } from '../issues/queries.js';
 import type { Store } from '../storage/gateway.js';
@@ -18,8 +18,9 @@ import type { IssueStatBody } from './schema.js';
 export async function issueStats(store: Store, f: StatFilters, page: Paging, now = nowSeconds()): Promise<PageOf<IssueStatBody>> {
   const filtered = [f.minScore, f.maxScore, f.minDate, f.maxDateEnd, f.team, f.teams].some((v) => v !== undefined);
   const t = referenceInstant(f, now);
-  if (filtered) return filteredIssueStats(store, f, page, await unsuppressed(store, f, t));
-  return withSuppressedRows(store, f, t, (suppressed) => currentIssueStats(store, page, suppressed));
+  return withSuppressedRows(store, f, t, (suppressed) =>
+    filtered ? filteredIssueStats(store, f, page, suppressed) : currentIssueStats(store, page, suppressed),
+  );
 }
 
 interface IssueCounts {
@@ -77,25 +78,33 @@ async function currentIssueStats(store: Store, page: Paging, suppressed: Suppres
   return { rows, pagination: pagination(page, total) };
 }
 
-/** With scores, dates, teams or suppressed findings, the counted findings' latest versions are grouped by issue. */
-function filteredIssueStats(store: Store, f: StatFilters, page: Paging, suppression: Sql): Promise<PageOf<IssueStatBody>> {
-  const rows = findingsIn({ team: f.team, teams: f.teams });
-  let sql = merge(rows.scope, labelsAndScores({ minScore: f.minScore, maxScore: f.maxScore }), suppression);
+/** With scores, dates or teams, the counted findings' latest versions are grouped by issue, less the suppressed ones. */
+function filteredIssueStats(
+  store: Store,
+  f: StatFilters,
+  page: Paging,
+  suppressed: SuppressedRows | undefined,
+): Promise<PageOf<IssueStatBody>> {
+  let conditions = labelsAndScores({ minScore: f.minScore, maxScore: f.maxScore });
   if (f.minDate !== undefined || f.maxDateEnd !== undefined) {
-    sql = merge(sql, {
+    conditions = merge(conditions, {
       where: [
         `id IN (SELECT finding_id FROM finding_events WHERE time >= {eventFrom:DateTime('UTC')} AND time < {eventTo:DateTime('UTC')})`,
       ],
       params: { eventFrom: sqlTime(f.minDate ?? 0), eventTo: sqlTime(f.maxDateEnd ?? NEVER) },
     });
   }
+  const perIssue = lessSuppressed(
+    (from, where) =>
+      `SELECT issue_id, toInt64(countIf(status = 'OPEN')) AS open, toInt64(countIf(status = 'FIXED')) AS fixed FROM ${from} ${where} GROUP BY issue_id`,
+    findingsIn({ team: f.team, teams: f.teams }),
+    conditions,
+    ['issue_id'],
+    ['open', 'fixed'],
+    suppressed,
+  );
   const counted = `issues_current AS i
-       INNER JOIN
-       (
-           SELECT issue_id, countIf(status = 'OPEN') AS open, countIf(status = 'FIXED') AS fixed
-           FROM ${rows.from} ${whereClause(sql)}
-           GROUP BY issue_id
-       ) AS c ON c.issue_id = i.id`;
+       INNER JOIN (SELECT * FROM (${perIssue.sql}) WHERE open + fixed > 0) AS c ON c.issue_id = i.id`;
   return readPage<IssueStatBody>(
     store,
     {
@@ -105,7 +114,8 @@ function filteredIssueStats(store: Store, f: StatFilters, page: Paging, suppress
              ${PAGE_LIMIT}`,
       count: `SELECT count() AS n FROM ${counted}`,
     },
-    sql.params,
+    perIssue.params,
     page,
+    suppressed?.options,
   );
 }

@@ -92,8 +92,9 @@ export async function readPage<T>(
   statements: { page: string; count: string },
   params: QueryParams,
   page: Paging,
+  options?: StatementOptions,
 ): Promise<PageOf<T>> {
-  const rows = pageCanHoldRows(page) ? await store.query<T>(statements.page, { ...params, ...pageParams(page) }) : [];
-  const total = await pageTotal(store, { sql: statements.count, params }, page, rows.length);
+  const rows = pageCanHoldRows(page) ? await store.query<T>(statements.page, { ...params, ...pageParams(page) }, options) : [];
+  const total = await pageTotal(store, { sql: statements.count, params, options }, page, rows.length);
   return { rows, pagination: pagination(page, total) };
 }
