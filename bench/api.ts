@@ -17,7 +17,7 @@ import { Redis } from 'ioredis';
 import { createDbApi } from '../src/app.js';
 import { createLogger } from '../src/log.js';
 import { checksQueue } from '../src/queue/producer.js';
-import type { QueryParams, Store } from '../src/storage/gateway.js';
+import type { QueryParams, StatementOptions, Store } from '../src/storage/gateway.js';
 import { LARGE_TEAM, openDataset, SCALES, type Scale } from './lib/dataset.js';
 import { connectBenchClient } from './lib/http-client.js';
 import { writeResults } from './lib/results.js';
@@ -90,12 +90,12 @@ const summarise = (xs: number[]) => {
 
 /** A store that can record the statements it runs. */
 function recording(store: Store) {
-  let log: { sql: string; params?: QueryParams }[] | undefined;
+  let log: { sql: string; params?: QueryParams; opts?: StatementOptions }[] | undefined;
   const wrapped: Store = {
     ...store,
-    query: (sql, params) => {
-      log?.push({ sql, ...(params ? { params } : {}) });
-      return store.query(sql, params);
+    query: (sql, params, opts) => {
+      log?.push({ sql, ...(params ? { params } : {}), ...(opts ? { opts } : {}) });
+      return store.query(sql, params, opts);
     },
   };
   return {
@@ -156,7 +156,7 @@ for (const scale of scales) {
       await get();
       httpTimes.push(performance.now() - t);
       t = performance.now();
-      for (const s of statements) await store.query(s.sql, s.params);
+      for (const s of statements) await store.query(s.sql, s.params, s.opts);
       rawTimes.push(performance.now() - t);
     }
     const h = summarise(httpTimes);

@@ -1,5 +1,5 @@
 import { SEVERITIES, type Severity } from '../domain/severity.js';
-import { lessSuppressed, type SuppressionFilter, withSuppressedRows } from '../decisions/suppression.js';
+import { signed, signedRows, type SuppressionFilter, withSuppressedRows } from '../decisions/suppression.js';
 import { nowSeconds } from '../domain/time.js';
 import { countsIn, findingsIn, labelsAndScores, merge, targetScope, whereClause, type Scope } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
@@ -44,21 +44,19 @@ export async function assetStats(
       );
     });
   } else {
-    // Per target, its OPEN findings of the labels by severity, less the suppressed ones.
+    // Per target, the highest severity of its OPEN findings of the labels not suppressed.
     rows = await withSuppressedRows(store, f, now, (suppressed) => {
-      const open = lessSuppressed(
-        (from, where) => `SELECT target_id, severity, toInt64(count()) AS n FROM ${from} ${where} GROUP BY target_id, severity`,
-        findingsIn(f),
-        merge(labelsAndScores({ labels: f.labels }), { where: ["status = 'OPEN'"], params: {} }),
-        ['target_id', 'severity'],
-        ['n'],
-        suppressed,
-      );
+      const rows = signedRows(findingsIn(f), ['target_id', 'severity', 'status', 'issue_id'], suppressed);
+      const sql = merge(rows.scope, labelsAndScores({ labels: f.labels }), { where: ["status = 'OPEN'"], params: {} });
+      const perTarget =
+        rows.sign === '1'
+          ? `SELECT target_id, max(severity) AS highest FROM ${rows.from} ${whereClause(sql)} GROUP BY target_id`
+          : `SELECT target_id, max(severity) AS highest
+             FROM (SELECT target_id, severity, ${signed.count(rows)} AS n FROM ${rows.from} ${whereClause(sql)} GROUP BY target_id, severity)
+             WHERE n > 0 GROUP BY target_id`;
       return store.query<{ severity: Severity; n: number }>(
-        `SELECT highest AS severity, count() AS n
-         FROM (SELECT target_id, max(severity) AS highest FROM (${open.sql}) WHERE n > 0 GROUP BY target_id)
-         GROUP BY highest`,
-        open.params,
+        `SELECT highest AS severity, count() AS n FROM (${perTarget}) GROUP BY highest`,
+        sql.params,
         suppressed?.options,
       );
     });

@@ -1,5 +1,5 @@
 import { SEVERITIES, zeroBySeverity, type BySeverity, type Severity } from '../domain/severity.js';
-import { lessSuppressed, referenceInstant, withSuppressedRows } from '../decisions/suppression.js';
+import { referenceInstant, signed, signedRows, withSuppressedRows } from '../decisions/suppression.js';
 import { countsIn, findingsIn, labelsAndScores, merge, statusAndTime, whereClause } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
@@ -14,41 +14,33 @@ import type { StatFilters } from './filters.js';
 export async function findingCounts(store: Store, status: 'OPEN' | 'FIXED', f: StatFilters, now: number): Promise<BySeverity<number>> {
   const current = f.atDate === undefined && f.minDate === undefined && f.maxDateEnd === undefined;
   const plain = current && !f.labels?.length && f.minScore === undefined && f.maxScore === undefined;
-  const rows = await withSuppressedRows(store, f, referenceInstant(f, now), (suppressed) => {
+  const rows = await withSuppressedRows(store, f, referenceInstant(f, now), async (suppressed) => {
     if (plain) {
       const { from, scope } = countsIn(f);
-      const prefix = status === 'OPEN' ? 'open' : 'fixed';
-      if (!suppressed) {
-        return store
-          .query<BySeverity<number>>(
-            `SELECT ${SEVERITIES.map((s) => `sum(${prefix}_${s}) AS ${s}`).join(', ')} FROM ${from} ${whereClause(scope)}`,
-            scope.params,
-          )
-          .then(([sums]) => SEVERITIES.map((severity) => ({ severity, n: sums?.[severity] ?? 0 })));
+      const columns = SEVERITIES.map((s) => `${status === 'OPEN' ? 'open' : 'fixed'}_${s}`);
+      const sums = SEVERITIES.map((s, i) => `sum(${columns[i]}) AS ${s}`).join(', ');
+      let sql = `SELECT ${sums} FROM ${from} ${whereClause(scope)}`;
+      let params = scope.params;
+      if (suppressed) {
+        // The counters' columns, and for each suppressed finding of the status −1 in its severity's.
+        const minus = merge(suppressed.scope, { where: ['status = {countStatus:String}'], params: { countStatus: status } });
+        sql = `SELECT ${sums}
+               FROM (SELECT ${columns.join(', ')} FROM ${from} ${whereClause(scope)}
+                     UNION ALL
+                     SELECT ${SEVERITIES.map((s, i) => `-toInt64(severity = '${s}') AS ${columns[i]}`).join(', ')}
+                     FROM ${suppressed.from} ${whereClause(minus)})`;
+        params = { ...params, ...minus.params };
       }
-      // One row per severity out of the counters' single row of sums, less the suppressed findings.
-      const pairs = SEVERITIES.map((s) => `('${s}', toInt64(sum(${prefix}_${s})))`).join(', ');
-      const counters = `SELECT p.1 AS severity, p.2 AS n FROM (SELECT arrayJoin([${pairs}]) AS p FROM ${from} ${whereClause(scope)})`;
-      const minus = merge(suppressed.scope, { where: ['status = {countStatus:String}'], params: { countStatus: status } });
-      return store.query<{ severity: Severity; n: number }>(
-        `SELECT severity, sum(n) AS n
-         FROM (${counters}
-               UNION ALL
-               SELECT toString(severity) AS severity, -toInt64(count()) AS n FROM ${suppressed.from} ${whereClause(minus)} GROUP BY severity)
-         GROUP BY severity`,
-        { ...scope.params, ...minus.params },
-        suppressed.options,
-      );
+      const [row] = await store.query<BySeverity<number>>(sql, params, suppressed?.options);
+      return SEVERITIES.map((severity) => ({ severity, n: row?.[severity] ?? 0 }));
     }
-    const statement = lessSuppressed(
-      (from, where) => `SELECT severity, toInt64(count()) AS n FROM ${from} ${where} GROUP BY severity`,
-      findingsIn(f),
-      merge(labelsAndScores(f), statusAndTime({ ...f, status }, now)),
-      ['severity'],
-      ['n'],
-      suppressed,
+    const rows = signedRows(findingsIn(f), ['severity', 'status', 'found_at', 'fixed_at', 'score', 'issue_id'], suppressed);
+    const sql = merge(rows.scope, labelsAndScores(f), statusAndTime({ ...f, status }, now));
+    return store.query<{ severity: Severity; n: number }>(
+      `SELECT severity, ${signed.count(rows)} AS n FROM ${rows.from} ${whereClause(sql)} GROUP BY severity`,
+      sql.params,
+      suppressed?.options,
     );
-    return store.query<{ severity: Severity; n: number }>(statement.sql, statement.params, suppressed?.options);
   });
   const out = zeroBySeverity();
   for (const r of rows) if (SEVERITIES.includes(r.severity)) out[r.severity] = r.n;

@@ -1,5 +1,5 @@
-import { lessSuppressed, type SuppressedRows, withSuppressedRows } from '../decisions/suppression.js';
-import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, type Sql } from '../filters/sql.js';
+import { type SuppressedRows, signed, signedRows, withSuppressedRows } from '../decisions/suppression.js';
+import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, type Sql, whereClause } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
 import { round2 } from './numbers.js';
@@ -48,48 +48,43 @@ export function percentilesOfCounts(histogram: readonly (readonly [number, numbe
 async function percentilesOf(
   store: Store,
   valueSql: string,
-  rows: { from: string; scope: Sql },
+  f: StatFilters,
   conditions: Sql,
   suppressed: SuppressedRows | undefined,
 ): Promise<PercentilesBody> {
-  const counted = lessSuppressed(
-    (from, where) => `SELECT ${valueSql} AS v, toInt64(count()) AS c FROM ${from} ${where} GROUP BY v`,
-    rows,
-    conditions,
-    ['v'],
-    ['c'],
-    suppressed,
-  );
+  const rows = signedRows(findingsIn(f), VALUE_COLUMNS, suppressed);
+  const sql = merge(rows.scope, labelsAndScores(f), conditions);
   const [row] = await store.query<{ h: [number, number][] }>(
-    `SELECT arraySort(groupArray((v, c))) AS h FROM (${counted.sql}) WHERE c > 0`,
-    counted.params,
+    `SELECT arraySort(groupArray((v, c))) AS h
+     FROM (SELECT ${valueSql} AS v, ${signed.count(rows)} AS c FROM ${rows.from} ${whereClause(sql)} GROUP BY v)
+     WHERE c > 0`,
+    sql.params,
     suppressed?.options,
   );
   return percentilesOfCounts(row?.h ?? []);
 }
 
+/** The columns the exposures at an instant and their conditions read (src/filters/sql.ts `state`). */
+const VALUE_COLUMNS = ['status', 'found_at', 'fixed_at', 'last_found_at', 'closed_exposure', 'score', 'issue_id'];
+
 /** §7.5: total_exposure(T) of every finding in scope that exists at T (T = now or atDate). */
 export function totalExposureStats(store: Store, f: StatFilters, now: number): Promise<PercentilesBody> {
   const at = f.atDate;
-  const conditions = merge(
-    labelsAndScores(f),
+  const conditions: Sql =
     at !== undefined
       ? { where: [state.existsAt('at')], params: { at: sqlAt(at) } }
-      : { where: [state.existsAt('now')], params: { now: sqlTime(now) } },
-  );
+      : { where: [state.existsAt('now')], params: { now: sqlTime(now) } };
   const value = at !== undefined ? state.totalExposureAt('at') : state.totalExposureNow('now');
-  return withSuppressedRows(store, f, at ?? now, (suppressed) => percentilesOf(store, value, findingsIn(f), conditions, suppressed));
+  return withSuppressedRows(store, f, at ?? now, (suppressed) => percentilesOf(store, value, f, conditions, suppressed));
 }
 
 /** §7.6: current_exposure(T) of every finding in scope that is OPEN at T. */
 export function currentExposureStats(store: Store, f: StatFilters, now: number): Promise<PercentilesBody> {
   const at = f.atDate;
-  const conditions = merge(
-    labelsAndScores(f),
+  const conditions: Sql =
     at !== undefined
       ? { where: [state.openAt('at')], params: { at: sqlAt(at) } }
-      : { where: ["status = 'OPEN'"], params: { now: sqlTime(now) } },
-  );
+      : { where: ["status = 'OPEN'"], params: { now: sqlTime(now) } };
   const value = at !== undefined ? state.currentExposureAt('at') : state.currentExposureNow('now');
-  return withSuppressedRows(store, f, at ?? now, (suppressed) => percentilesOf(store, value, findingsIn(f), conditions, suppressed));
+  return withSuppressedRows(store, f, at ?? now, (suppressed) => percentilesOf(store, value, f, conditions, suppressed));
 }

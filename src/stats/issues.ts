@@ -1,4 +1,4 @@
-import { lessSuppressed, referenceInstant, type SuppressedRows, withSuppressedRows } from '../decisions/suppression.js';
+import { referenceInstant, signed, type SuppressedRows, signedRows, withSuppressedRows } from '../decisions/suppression.js';
 import type { Paging } from '../filters/params.js';
 import { findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
 import { NEVER, nowSeconds } from '../domain/time.js';
@@ -37,8 +37,8 @@ interface IssueCounts {
 function perIssue(suppressed: SuppressedRows | undefined): string {
   const minus = suppressed
     ? `UNION ALL
-       SELECT issue_id, -toInt64(countIf(status = 'OPEN')) AS open, -toInt64(countIf(status = 'FIXED')) AS fixed
-       FROM ${suppressed.from} ${whereClause(suppressed.scope)} GROUP BY issue_id`
+       SELECT issue_id, -toInt64(status = 'OPEN') AS open, -toInt64(status = 'FIXED') AS fixed
+       FROM ${suppressed.from} ${whereClause(suppressed.scope)}`
     : '';
   return `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n
            FROM (SELECT issue_id, open, fixed FROM issue_finding_counts ${minus})
@@ -94,17 +94,12 @@ function filteredIssueStats(
       params: { eventFrom: sqlTime(f.minDate ?? 0), eventTo: sqlTime(f.maxDateEnd ?? NEVER) },
     });
   }
-  const perIssue = lessSuppressed(
-    (from, where) =>
-      `SELECT issue_id, toInt64(countIf(status = 'OPEN')) AS open, toInt64(countIf(status = 'FIXED')) AS fixed FROM ${from} ${where} GROUP BY issue_id`,
-    findingsIn({ team: f.team, teams: f.teams }),
-    conditions,
-    ['issue_id'],
-    ['open', 'fixed'],
-    suppressed,
-  );
-  const counted = `issues_current AS i
-       INNER JOIN (SELECT * FROM (${perIssue.sql}) WHERE open + fixed > 0) AS c ON c.issue_id = i.id`;
+  const rows = signedRows(findingsIn({ team: f.team, teams: f.teams }), ['id', 'issue_id', 'status', 'score'], suppressed);
+  const sql = merge(rows.scope, conditions);
+  const perIssue = `SELECT issue_id, ${signed.countIf(rows, "status = 'OPEN'")} AS open, ${signed.countIf(rows, "status = 'FIXED'")} AS fixed
+                    FROM ${rows.from} ${whereClause(sql)} GROUP BY issue_id
+                    ${rows.sign === '1' ? '' : 'HAVING open + fixed > 0'}`;
+  const counted = `issues_current AS i INNER JOIN (${perIssue}) AS c ON c.issue_id = i.id`;
   return readPage<IssueStatBody>(
     store,
     {
@@ -114,7 +109,7 @@ function filteredIssueStats(
              ${PAGE_LIMIT}`,
       count: `SELECT count() AS n FROM ${counted}`,
     },
-    perIssue.params,
+    sql.params,
     page,
     suppressed?.options,
   );

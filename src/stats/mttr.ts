@@ -1,6 +1,6 @@
 import { SEVERITIES, type Severity } from '../domain/severity.js';
-import { lessSuppressed, referenceInstant, withSuppressedRows } from '../decisions/suppression.js';
-import { findingsIn, labelsAndScores, merge, type Sql, sqlTime } from '../filters/sql.js';
+import { referenceInstant, signed, signedRows, withSuppressedRows } from '../decisions/suppression.js';
+import { findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
 import { NEVER, nowSeconds } from '../domain/time.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
@@ -15,24 +15,21 @@ import type { MttrStatsBody } from './schema.js';
  */
 export async function mttrStats(store: Store, f: StatFilters, now = nowSeconds()): Promise<MttrStatsBody> {
   const ranged = f.minDate !== undefined || f.maxDateEnd !== undefined;
-  const fixedInRange = `x >= {fixedFrom:DateTime('UTC')} AND x < {fixedTo:DateTime('UTC')}`;
-  const sums = ranged
-    ? `toInt64(sum(arraySum((f, x) -> if(${fixedInRange}, intDiv(toInt64(x) - toInt64(f), 3600), 0), found_at, fixed_at))) AS hours,
-       toInt64(sum(arrayCount(x -> ${fixedInRange}, fixed_at))) AS periods`
-    : 'toInt64(sum(ttr_sum)) AS hours, toInt64(sum(ttr_count)) AS periods';
-  const range: Sql = ranged
-    ? { where: [], params: { fixedFrom: sqlTime(f.minDate ?? 0), fixedTo: sqlTime(f.maxDateEnd ?? NEVER) } }
-    : { where: [], params: {} };
   const rows = await withSuppressedRows(store, f, referenceInstant(f, now), (suppressed) => {
-    const statement = lessSuppressed(
-      (from, where) => `SELECT severity, ${sums} FROM ${from} ${where} GROUP BY severity`,
-      findingsIn(f),
-      merge(labelsAndScores(f), range),
-      ['severity'],
-      ['hours', 'periods'],
-      suppressed,
+    const columns = ['severity', 'score', 'issue_id', ...(ranged ? ['found_at', 'fixed_at'] : ['ttr_sum', 'ttr_count'])];
+    const rows = signedRows(findingsIn(f), columns, suppressed);
+    const fixedInRange = `x >= {fixedFrom:DateTime('UTC')} AND x < {fixedTo:DateTime('UTC')}`;
+    const sums = ranged
+      ? `${signed.sum(rows, `arraySum((f, x) -> if(${fixedInRange}, intDiv(toInt64(x) - toInt64(f), 3600), 0), found_at, fixed_at)`)} AS hours,
+         ${signed.sum(rows, `arrayCount(x -> ${fixedInRange}, fixed_at)`)} AS periods`
+      : `${signed.sum(rows, 'ttr_sum')} AS hours, ${signed.sum(rows, 'ttr_count')} AS periods`;
+    const range = ranged ? { fixedFrom: sqlTime(f.minDate ?? 0), fixedTo: sqlTime(f.maxDateEnd ?? NEVER) } : {};
+    const sql = merge(rows.scope, labelsAndScores(f), { where: [], params: range });
+    return store.query<{ severity: Severity; hours: number; periods: number }>(
+      `SELECT severity, ${sums} FROM ${rows.from} ${whereClause(sql)} GROUP BY severity`,
+      sql.params,
+      suppressed?.options,
     );
-    return store.query<{ severity: Severity; hours: number; periods: number }>(statement.sql, statement.params, suppressed?.options);
   });
   const out = { total: 0 } as MttrStatsBody;
   let hours = 0;

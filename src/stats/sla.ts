@@ -1,7 +1,7 @@
-import { lessSuppressed, referenceInstant, withSuppressedRows } from '../decisions/suppression.js';
+import { referenceInstant, signed, signedRows, withSuppressedRows } from '../decisions/suppression.js';
 import { NEVER } from '../domain/time.js';
 import { SEVERITIES, type BySeverity, type Severity } from '../domain/severity.js';
-import { findingsIn, labelsAndScores, merge, type Sql, sqlAt, sqlTime } from '../filters/sql.js';
+import { findingsIn, labelsAndScores, merge, type Sql, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
 import type { SlaPolicy } from '../sla/policy.js';
 import { period, slaParams } from '../sla/sql.js';
 import type { Store } from '../storage/gateway.js';
@@ -50,25 +50,22 @@ export async function slaStats(store: Store, f: StatFilters, now: number, policy
   };
   // One row per period. Periods never overlap, so a finding has at most one OPEN at T: the open
   // periods count findings.
-  const perPeriod = (from: string, where: string) =>
-    `SELECT severity,
-            toInt64(countIf(${period.openAt('slaAt')})) AS open,
-            toInt64(countIf(${period.openAt('slaAt')} AND ${period.pastDeadlineAt('slaAt')})) AS breached,
-            toInt64(countIf(${fixedWhen})) AS fixed,
-            toInt64(countIf(${fixedWhen} AND ${period.fixedWithin})) AS fixed_within
-     FROM (SELECT severity, found_at, fixed_at FROM ${from} ${where})
-     ARRAY JOIN found_at AS f, fixed_at AS x
-     GROUP BY severity`;
   const found = await withSuppressedRows(store, f, referenceInstant(f, now), (suppressed) => {
-    const statement = lessSuppressed(
-      perPeriod,
-      findingsIn(f),
-      merge(labelsAndScores(f), bound),
-      ['severity'],
-      ['open', 'breached', 'fixed', 'fixed_within'],
-      suppressed,
+    const rows = signedRows(findingsIn(f), ['severity', 'found_at', 'fixed_at', 'score', 'issue_id'], suppressed);
+    const sql = merge(rows.scope, labelsAndScores(f), bound);
+    const open = period.openAt('slaAt');
+    return store.query<Row>(
+      `SELECT severity,
+              ${signed.countIf(rows, open)} AS open,
+              ${signed.countIf(rows, `${open} AND ${period.pastDeadlineAt('slaAt')}`)} AS breached,
+              ${signed.countIf(rows, fixedWhen)} AS fixed,
+              ${signed.countIf(rows, `${fixedWhen} AND ${period.fixedWithin}`)} AS fixed_within
+       FROM (SELECT severity, found_at, fixed_at${rows.sign === '1' ? '' : ', sign'} FROM ${rows.from} ${whereClause(sql)})
+       ARRAY JOIN found_at AS f, fixed_at AS x
+       GROUP BY severity`,
+      sql.params,
+      suppressed?.options,
     );
-    return store.query<Row>(statement.sql, statement.params, suppressed?.options);
   });
   return summarise(found, policy);
 }
