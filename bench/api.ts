@@ -7,7 +7,9 @@
  * bench/lib/http-client.ts, so that the client's own work is not counted), next to p50/p95 of the very same
  * SQL (recorded while serving the request) run directly on the engine in the same run. The
  * findings pages are measured a second time through the API's Redis response cache (repeated
- * requests: hits), marked "cached".
+ * requests: hits), marked "cached". With `--decisions N` each statistic is also measured with
+ * includeSuppressed=true in alternation with it (the statements of a store without decisions), so
+ * that the cost of suppression is a ratio within one stretch of the shared machine's speed.
  * Results: bench/results/api-<scale>.json (each run also kept under bench/results/runs/) and the console.
  */
 import http from 'node:http';
@@ -149,8 +151,12 @@ for (const scale of scales) {
     rec.start();
     await get();
     const statements = rec.stop();
+    // The same statistic counting suppressed findings: what it costs without decisions.
+    const paired =
+      DECISIONS > 0 && path.startsWith('/stats/') ? `${path}${path.includes('?') ? '&' : '?'}includeSuppressed=true` : undefined;
     const httpTimes: number[] = [];
     const rawTimes: number[] = [];
+    const pairedTimes: number[] = [];
     for (let i = 0; i < RUNS; i++) {
       let t = performance.now();
       await get();
@@ -158,9 +164,15 @@ for (const scale of scales) {
       t = performance.now();
       for (const s of statements) await store.query(s.sql, s.params, s.opts);
       rawTimes.push(performance.now() - t);
+      if (paired) {
+        t = performance.now();
+        await request(paired);
+        pairedTimes.push(performance.now() - t);
+      }
     }
     const h = summarise(httpTimes);
     const raw = summarise(rawTimes);
+    const unsuppressed = paired ? summarise(pairedTimes) : undefined;
     const row = {
       name,
       path,
@@ -169,13 +181,15 @@ for (const scale of scales) {
       http: h,
       raw,
       ratio: statements.length > 0 ? +(h.p50 / raw.p50).toFixed(2) : null,
+      ...(unsuppressed ? { includeSuppressed: unsuppressed, suppressionRatio: +(h.p50 / unsuppressed.p50).toFixed(2) } : {}),
       target1m: target,
       meetsTarget: target === undefined || scale !== '1m' ? undefined : h.p50 <= target,
     };
     rows.push(row);
     console.log(
       `${name.padEnd(32)} http p50 ${h.p50.toFixed(1).padStart(6)} p95 ${h.p95.toFixed(1).padStart(6)} | raw p50 ${raw.p50.toFixed(1).padStart(6)} p95 ${raw.p95.toFixed(1).padStart(6)} | ×${row.ratio?.toFixed(2) ?? '  – '} (${statements.length} q)` +
-        (target && scale === '1m' ? ` target ${target} ms ${h.p50 <= target ? 'ok' : 'MISSED'}` : ''),
+        (target && scale === '1m' ? ` target ${target} ms ${h.p50 <= target ? 'ok' : 'MISSED'}` : '') +
+        (unsuppressed ? ` | includeSuppressed p50 ${unsuppressed.p50.toFixed(1)} (×${row.suppressionRatio?.toFixed(2)})` : ''),
     );
   }
   for (const c of [client!, cachedClient!]) c.close();
