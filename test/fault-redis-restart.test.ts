@@ -66,6 +66,13 @@ describe('Redis restarted under a service ingesting through POST /checks (a priv
     await sleep(2500);
     redis = await startPrivateRedis({ port: redis.port, dir, persistence: 'aof' });
     await outage;
+    // The service reconnects by itself (its backoff reaches 2 s): once it says it is ready, the rest
+    // is sent. Sent at once, a fast host answered them all 503 before the reconnection.
+    const readyBy = Date.now() + 15_000;
+    while ((await fetch(`${s.adminUrl}/readyz`).catch(() => undefined))?.status !== 200) {
+      if (Date.now() > readyBy) throw new Error('the service did not become ready after Redis came back');
+      await sleep(100);
+    }
     await postAll(sent.slice(2 * third));
 
     const unavailable = answers.slice(downAt).filter((a) => a.status === 503);
