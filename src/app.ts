@@ -18,7 +18,7 @@ import { useLinearQuery } from './http/query.js';
 import type { Logger } from './log.js';
 import type { TokenKeys } from './metrics/keys.js';
 import { statsRoutes } from './stats/routes.js';
-import { DEFAULT_SLA_POLICY, type SlaPolicy } from './sla/policy.js';
+import { DEFAULT_SLA_POLICY, type SlaPolicy, slaVariant } from './sla/policy.js';
 import type { Store } from './storage/gateway.js';
 import type { Locks } from './locks/target-locks.js';
 import { targetRoutes } from './targets/routes.js';
@@ -65,7 +65,7 @@ export function createDbApi(deps: DbApiDeps): Koa {
     pageSizeDefault: deps.pageSizeDefault,
     pageSizeMax: deps.pageSizeMax,
     now: deps.now ?? nowSeconds,
-    cache: deps.cache ? new ResponseCache('db', deps.cache, deps.log) : undefined,
+    cache: deps.cache ? new ResponseCache('db', { ...deps.cache, variant: slaVariant(deps.slaPolicy) }, deps.log) : undefined,
     slaPolicy: deps.slaPolicy ?? DEFAULT_SLA_POLICY,
   };
   const routers = [

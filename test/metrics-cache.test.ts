@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../src/log.js';
+import { DEFAULT_SLA_POLICY, parseSlaDays, slaVariant } from '../src/sla/policy.js';
 import { ResponseCache } from '../src/cache/response-cache.js';
 import { keys } from '../src/queue/redis.js';
 import { report, V, worked } from './support/reports.js';
@@ -156,6 +157,17 @@ describe('metrics cache computations', () => {
     expect(answers.every((a) => a.status === 'MISS')).toBe(true);
     expect(await cache.through(req, compute)).toMatchObject({ status: 'HIT' });
     expect(computed).toBe(1);
+  });
+
+  it('given answers cached under one SLA policy, when the service restarts with another, then none of them is served', async () => {
+    const req = { endpoint: 'sla', scope: 'global', params: '[]', clockDependent: false };
+    const before = new ResponseCache('metrics', { redis, names, variant: slaVariant(parseSlaDays('critical=7')) }, silentLogger);
+    expect(await before.through(req, async () => ({ policy_days: 7 }))).toMatchObject({ status: 'MISS' });
+    expect(await before.through(req, async () => ({ policy_days: 7 }))).toMatchObject({ status: 'HIT' });
+    const after = new ResponseCache('metrics', { redis, names, variant: slaVariant(parseSlaDays('critical=3')) }, silentLogger);
+    expect(await after.through(req, async () => ({ policy_days: 3 }))).toEqual({ body: '{"policy_days":3}', status: 'MISS' });
+    // The default policy written out is the same variant as no policy given.
+    expect(slaVariant(undefined)).toBe(slaVariant(DEFAULT_SLA_POLICY));
   });
 
   it('given a failing computation, when requests share it, then each gets the error and nothing is cached', async () => {

@@ -28,6 +28,11 @@ export interface CacheSettings {
   clockTtlSeconds?: number;
   /** Longest wait for Redis before computing without it. */
   timeoutMs?: number;
+  /**
+   * The configuration the answers depend on besides the request (the SLA policy of SLA_DAYS):
+   * part of every key, so a restart with another configuration never serves answers of the old one.
+   */
+  variant?: string;
 }
 
 /** Returns [data version, cached body or null]; the entry key is ARGV[1] .. version .. ARGV[2]. */
@@ -111,7 +116,13 @@ export class ResponseCache {
   }
 
   private keyParts(req: CacheRequest): [string, string] {
-    const digest = createHash('sha1').update(req.scope).update('\n').update(req.params).digest('base64url');
+    const digest = createHash('sha1')
+      .update(this.settings.variant ?? '')
+      .update('\n')
+      .update(req.scope)
+      .update('\n')
+      .update(req.params)
+      .digest('base64url');
     return [keys.cache(this.settings.names, `${this.namespace}:v`), `:${req.endpoint}:${digest}`];
   }
 

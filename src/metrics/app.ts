@@ -11,7 +11,7 @@ import { authenticate } from './auth.js';
 import { ResponseCache, type CacheSettings } from '../cache/response-cache.js';
 import type { TokenKeys } from './keys.js';
 import { metricRoutes } from './routes.js';
-import { DEFAULT_SLA_POLICY, type SlaPolicy } from '../sla/policy.js';
+import { DEFAULT_SLA_POLICY, type SlaPolicy, slaVariant } from '../sla/policy.js';
 import { metricsErrors } from './errors.js';
 import { observeRequests } from '../observability/requests.js';
 import { webhookRoutes } from '../notifications/routes.js';
@@ -73,7 +73,7 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
     store: deps.store,
     now: deps.now ?? nowSeconds,
     authenticate: verified,
-    cache: deps.cache ? new ResponseCache('metrics', deps.cache, deps.log) : undefined,
+    cache: deps.cache ? new ResponseCache('metrics', { ...deps.cache, variant: slaVariant(deps.slaPolicy) }, deps.log) : undefined,
     slaPolicy: deps.slaPolicy ?? DEFAULT_SLA_POLICY,
   });
   const webhooks = webhookRoutes({ store: deps.store, authenticate: verified });

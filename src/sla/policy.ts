@@ -44,6 +44,9 @@ export function parseSlaDays(text: string): SlaPolicy {
 
 export const DEFAULT_SLA_POLICY: SlaPolicy = parseSlaDays(DEFAULT_SLA_DAYS);
 
+/** The policy as the response cache's variant (src/cache/response-cache.ts): answers depend on it. */
+export const slaVariant = (policy: SlaPolicy | undefined) => `sla:${JSON.stringify(policy ?? DEFAULT_SLA_POLICY)}`;
+
 /** Seconds allowed to a period of this severity, or undefined without an SLA. */
 export function slaSeconds(policy: SlaPolicy, severity: Severity): number | undefined {
   const days = policy[severity];
