@@ -21,17 +21,18 @@ export async function slaBreaches(
 ): Promise<NotificationEvent[]> {
   const limited = SEVERITIES.filter((s) => typeof policy[s] === 'number' && policy[s]! > 0);
   if (limited.length === 0 || window.to <= window.from) return [];
+  // An OPEN finding's current period began at last_found_at; its deadline is that plus the
+  // seconds of its severity, looked up by the enum's value (sql/0005: informational 0 … critical 4).
+  const seconds = ['informational', 'low', 'medium', 'high', 'critical'].map((s) =>
+    limited.includes(s as Severity) ? policy[s as Severity]! * DAY : 0,
+  );
   const rows = await store.query<{ id: string; targetId: string; foundAt: number }>(
-    `SELECT id, target_id AS targetId, foundAt
-     FROM
-     (
-         SELECT id, target_id, toInt64(toUnixTimestamp(arrayElement(found_at, -1))) AS foundAt,
-                transform(toString(severity), {severities:Array(String)}, {allowed:Array(Int64)}, toInt64(0)) AS allowed
-         FROM findings FINAL
-         WHERE status = 'OPEN' AND has({severities:Array(String)}, toString(severity))
-     )
-     WHERE foundAt + allowed > {from:Int64} AND foundAt + allowed <= {to:Int64}`,
-    { severities: limited, allowed: limited.map((s) => policy[s]! * DAY), from: window.from, to: window.to },
+    `SELECT id, target_id AS targetId, toInt64(toUnixTimestamp(last_found_at)) AS foundAt
+     FROM findings FINAL
+     WHERE status = 'OPEN'
+       AND (arrayElement({seconds:Array(Int64)}, toUInt8(severity) + 1) AS allowed) > 0
+       AND toInt64(toUnixTimestamp(last_found_at)) + allowed BETWEEN {from:Int64} + 1 AND {to:Int64}`,
+    { seconds, from: window.from, to: window.to },
   );
   return rows.map((r) => slaBreachedEvent({ id: r.id, targetId: r.targetId }, Number(r.foundAt), nowMs));
 }
