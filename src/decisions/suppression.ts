@@ -58,6 +58,11 @@ export interface SuppressedRows {
   from: string;
   scope: Sql;
   options: StatementOptions;
+  /**
+   * Where the scope is one team or everything and the rows come from a copy: their sums per
+   * severity (RowsCopy.sums), `sums.of('open' | 'fixed' | 'ttr_sum' | 'ttr_count', <severity text SQL>)`.
+   */
+  sums?: { of: (column: string, severity: string) => string; params: Record<string, unknown> };
 }
 
 /**
@@ -91,7 +96,21 @@ export async function suppressedRows(
   // The copy holds each finding once, with its target's teams.
   const team: Sql =
     f.team === undefined ? { where: [], params: {} } : { where: ['has(teams, {scopeTeam:String})'], params: { scopeTeam: f.team } };
-  return { from: copy.table, scope: merge(team, targetScope({ ...f, team: undefined })), options: { unchangedSince: copy.changes } };
+  const others = targetScope({ ...f, team: undefined });
+  const whole = others.where.length === 0;
+  return {
+    from: copy.table,
+    scope: merge(team, others),
+    options: { unchangedSince: copy.changes },
+    ...(whole
+      ? {
+          sums: {
+            of: (column: string, severity: string) => `joinGet('${copy.sums}', '${column}', {supSumsTeam:String}, ${severity})`,
+            params: { supSumsTeam: f.team ?? '' },
+          },
+        }
+      : {}),
+  };
 }
 
 /**

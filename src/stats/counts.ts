@@ -21,7 +21,13 @@ export async function findingCounts(store: Store, status: 'OPEN' | 'FIXED', f: S
       const sums = SEVERITIES.map((s, i) => `sum(${columns[i]}) AS ${s}`).join(', ');
       let sql = `SELECT ${sums} FROM ${from} ${whereClause(scope)}`;
       let params = scope.params;
-      if (suppressed) {
+      if (suppressed?.sums) {
+        // The counters less the suppressed findings' sums of the team (or all), looked up.
+        const { of, params: keys } = suppressed.sums;
+        const less = SEVERITIES.map((s, i) => `sum(${columns[i]}) - ${of(status === 'OPEN' ? 'open' : 'fixed', `'${s}'`)} AS ${s}`);
+        sql = `SELECT ${less.join(', ')} FROM ${from} ${whereClause(scope)}`;
+        params = { ...params, ...keys };
+      } else if (suppressed) {
         // The counters' columns, and for each suppressed finding of the status −1 in its severity's.
         const minus = merge(suppressed.scope, { where: ['status = {countStatus:String}'], params: { countStatus: status } });
         sql = `SELECT ${sums}

@@ -15,7 +15,20 @@ import type { MttrStatsBody } from './schema.js';
  */
 export async function mttrStats(store: Store, f: StatFilters, now = nowSeconds()): Promise<MttrStatsBody> {
   const ranged = f.minDate !== undefined || f.maxDateEnd !== undefined;
+  const filtered = !!f.labels?.length || f.minScore !== undefined || f.maxScore !== undefined;
   const rows = await withSuppressedRows(store, f, referenceInstant(f, now), (suppressed) => {
+    if (!ranged && !filtered && suppressed?.sums) {
+      // Every finding of the scope: its per-finding sums less the suppressed findings' sums, looked up.
+      const { of, params } = suppressed.sums;
+      const rows = findingsIn(f);
+      return store.query<{ severity: Severity; hours: number; periods: number }>(
+        `SELECT severity, toInt64(sum(ttr_sum)) - ${of('ttr_sum', 'toString(severity)')} AS hours,
+                toInt64(sum(ttr_count)) - ${of('ttr_count', 'toString(severity)')} AS periods
+         FROM ${rows.from} ${whereClause(rows.scope)} GROUP BY severity`,
+        { ...rows.scope.params, ...params },
+        suppressed.options,
+      );
+    }
     const columns = ['severity', 'score', 'issue_id', ...(ranged ? ['found_at', 'fixed_at'] : ['ttr_sum', 'ttr_count'])];
     const rows = signedRows(findingsIn(f), columns, suppressed);
     const fixedInRange = `x >= {fixedFrom:DateTime('UTC')} AND x < {fixedTo:DateTime('UTC')}`;
