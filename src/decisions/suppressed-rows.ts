@@ -1,4 +1,3 @@
-import { SEVERITIES } from '../domain/severity.js';
 import type { Store } from '../storage/gateway.js';
 import type { SuppressedSet } from './suppressed-sets.js';
 
@@ -27,8 +26,6 @@ export interface RowsCopy {
    * where a second branch of the statement would cost the engine milliseconds to plan and run.
    */
   sums: string;
-  /** Their OPEN findings per target and severity (open_<severity>, a Join table by target_id). */
-  targetSums: string;
   /** Store.changes() when the copy was made: valid while it is still the count. */
   changes: number;
 }
@@ -77,52 +74,39 @@ async function build(store: Store, set: SuppressedSet, c: Copies): Promise<void>
     { set: set.findings, targets: set.targets },
     { scratch: true, unchangedSince: changes },
   );
-  const copy = { table, sums: `${table}_sums`, targetSums: `${table}_targets`, changes };
+  const sums = `${table}_sums`;
   try {
-    await sumsOf(store, copy);
+    await sumsOf(store, table, sums);
   } catch (err) {
-    await dropCopy(store, copy).catch(() => undefined);
+    await store.command(`DROP TABLE IF EXISTS ${table}`, {}, { scratch: true }).catch(() => undefined);
     throw err;
   }
+  const copy = { table, sums, changes };
   const replaced = c.retired ? copy : c.current;
   if (!c.retired) c.current = copy;
   if (replaced) await dropCopy(store, replaced);
 }
 
-/** The copy's rows summed per team and severity, and per target (RowsCopy), from the copy itself: the same state. */
-async function sumsOf(store: Store, copy: Omit<RowsCopy, 'changes'>): Promise<void> {
-  const scratch = { scratch: true };
+/** The copy's rows summed per team and severity (RowsCopy.sums), from the copy itself: the same state. */
+async function sumsOf(store: Store, table: string, sums: string): Promise<void> {
   await store.command(
-    `CREATE TABLE ${copy.sums} (team String, severity String, open Int64, fixed Int64, ttr_sum Int64, ttr_count Int64)
+    `CREATE TABLE ${sums} (team String, severity String, open Int64, fixed Int64, ttr_sum Int64, ttr_count Int64)
      ENGINE = Join(ANY, LEFT, team, severity)`,
     {},
-    scratch,
+    { scratch: true },
   );
   await store.command(
-    `INSERT INTO ${copy.sums}
+    `INSERT INTO ${sums}
      SELECT team, toString(severity), countIf(status = 'OPEN'), countIf(status = 'FIXED'), sum(ttr_sum), sum(ttr_count)
-     FROM (SELECT arrayJoin(arrayConcat([''], teams)) AS team, severity, status, ttr_sum, ttr_count FROM ${copy.table})
+     FROM (SELECT arrayJoin(arrayConcat([''], teams)) AS team, severity, status, ttr_sum, ttr_count FROM ${table})
      GROUP BY team, severity`,
     {},
-    scratch,
-  );
-  const open = SEVERITIES.map((s) => `open_${s}`);
-  await store.command(
-    `CREATE TABLE ${copy.targetSums} (target_id UUID, ${open.map((c) => `${c} Int64`).join(', ')}) ENGINE = Join(ANY, LEFT, target_id)`,
-    {},
-    scratch,
-  );
-  await store.command(
-    `INSERT INTO ${copy.targetSums}
-     SELECT target_id, ${SEVERITIES.map((s) => `countIf(status = 'OPEN' AND severity = '${s}')`).join(', ')}
-     FROM ${copy.table} GROUP BY target_id`,
-    {},
-    scratch,
+    { scratch: true },
   );
 }
 
-const dropCopy = (store: Store, copy: Omit<RowsCopy, 'changes'>) =>
-  Promise.all([copy.table, copy.sums, copy.targetSums].map((t) => store.command(`DROP TABLE IF EXISTS ${t}`, {}, { scratch: true })));
+const dropCopy = (store: Store, copy: RowsCopy) =>
+  Promise.all([copy.table, copy.sums].map((t) => store.command(`DROP TABLE IF EXISTS ${t}`, {}, { scratch: true })));
 
 function schedule(store: Store, set: SuppressedSet, c: Copies): void {
   if (c.timer || c.building || c.retired) return;
@@ -162,5 +146,5 @@ export function rowsCopiesOf(set: SuppressedSet): string[] {
   c.retired = true;
   if (c.timer) clearTimeout(c.timer);
   c.timer = undefined;
-  return c.current ? [c.current.table, c.current.sums, c.current.targetSums] : [];
+  return c.current ? [c.current.table, c.current.sums] : [];
 }

@@ -63,8 +63,6 @@ export interface SuppressedRows {
    * severity (RowsCopy.sums), `sums.of('open' | 'fixed' | 'ttr_sum' | 'ttr_count', <severity text SQL>)`.
    */
   sums?: { of: (column: string, severity: string) => string; params: Record<string, unknown> };
-  /** Where the rows come from a copy: the suppressed OPEN findings of the row's target_id, `perTarget('open_<severity>')`. */
-  perTarget?: (column: string) => string;
 }
 
 /**
@@ -104,7 +102,6 @@ export async function suppressedRows(
     from: copy.table,
     scope: merge(team, others),
     options: { unchangedSince: copy.changes },
-    perTarget: (column: string) => `joinGet('${copy.targetSums}', '${column}', target_id)`,
     ...(whole
       ? {
           sums: {

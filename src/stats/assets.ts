@@ -26,12 +26,7 @@ export async function assetStats(
     rows = await withSuppressedRows(store, f, now, (suppressed) => {
       let perTarget = `SELECT target_id, ${highest} AS highest FROM ${counts.from} ${whereClause(counts.scope)} GROUP BY target_id`;
       let params = counts.scope.params;
-      if (suppressed?.perTarget) {
-        // Each target's counters less its suppressed OPEN findings, looked up by target.
-        const less = (sev: string) => `sum(open_${sev}) - ${suppressed.perTarget!(`open_${sev}`)} > 0`;
-        perTarget = `SELECT target_id, multiIf(${SEVERITIES.map((sev) => `${less(sev)}, '${sev}'`).join(', ')}, '') AS highest
-                     FROM ${counts.from} ${whereClause(counts.scope)} GROUP BY target_id`;
-      } else if (suppressed) {
+      if (suppressed) {
         const open = merge(suppressed.scope, { where: ["status = 'OPEN'"], params: {} });
         const columns = SEVERITIES.map((sev) => `open_${sev}`);
         perTarget = `SELECT target_id, ${highest} AS highest
