@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findingListResponse, findingResponse } from '../src/findings/schema.js';
 import { epoch, get } from './support/api.js';
-import { METRICS_SECRET, metricsToken } from './support/metrics.js';
+import { METRICS_SECRET, metricsToken, putDecision } from './support/metrics.js';
 import { report, worked } from './support/reports.js';
 import { json, startTestService, type TestService } from './support/service.js';
 
@@ -38,11 +38,12 @@ beforeAll(async () => {
   expect(findings.map((f) => f.decision)).toEqual([null, null]);
   [f1, f2] = [findings.find((f) => f.score === 6.5)!.id, findings.find((f) => f.score === 7.5)!.id];
   await json(
-    fetch(`${svc.metricsApiUrl}/api/v1/findings/${f2}/decision`, {
-      method: 'PUT',
-      headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ decision: 'accepted_risk', reason: 'Behind the VPN.', expires_at: '2024-03-01T00:00:00Z' }),
-    }),
+    putDecision(
+      svc.metricsApiUrl!,
+      f2,
+      { decision: 'accepted_risk', reason: 'Behind the VPN.', expires_at: '2024-03-01T00:00:00Z' },
+      ADMIN,
+    ),
   );
 });
 afterAll(() => svc.close());

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { epoch } from './support/api.js';
-import { bySeverity, fetchMetric, METRICS_SECRET, metricsToken } from './support/metrics.js';
+import { bySeverity, fetchMetric, METRICS_SECRET, metricsToken, putDecision } from './support/metrics.js';
 import { report, worked } from './support/reports.js';
 import { json, startTestService, type TestService } from './support/service.js';
 
@@ -41,14 +41,7 @@ afterAll(() => svc.close());
 
 const stat = async (path: string) => json(svc.db(path));
 const metric = (path: string) => fetchMetric(svc.metricsApiUrl!, path, ADMIN);
-const decide = (finding: string, body: unknown) =>
-  json(
-    fetch(`${svc.metricsApiUrl}/api/v1/findings/${finding}/decision`, {
-      method: 'PUT',
-      headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify(body),
-    }),
-  );
+const decide = (finding: string, body: unknown) => json(putDecision(svc.metricsApiUrl!, finding, body, ADMIN));
 const revoke = (finding: string) =>
   fetch(`${svc.metricsApiUrl}/api/v1/findings/${finding}/decision`, { method: 'DELETE', headers: { Authorization: `Bearer ${ADMIN}` } });
 

@@ -11,7 +11,7 @@ import { slaStats } from '../src/stats/sla.js';
 import type { Store } from '../src/storage/gateway.js';
 import { DataChanged } from '../src/storage/store-errors.js';
 import { epoch } from './support/api.js';
-import { METRICS_SECRET, metricsToken } from './support/metrics.js';
+import { METRICS_SECRET, metricsToken, putDecision } from './support/metrics.js';
 import { json, startTestService, type TestService } from './support/service.js';
 import { C, H, I, M, SLA_NOW, SLA_REPORTS, SLA_TARGETS, slaFinding, TEAM_X, TEAM_Y } from './support/sla-history.js';
 
@@ -28,14 +28,7 @@ let clock = epoch('2024-03-15T00:00:00Z');
 let svc: TestService;
 const now = epoch(SLA_NOW);
 
-const decide = (finding: string, body: unknown) =>
-  json(
-    fetch(`${svc.metricsApiUrl}/api/v1/findings/${finding}/decision`, {
-      method: 'PUT',
-      headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify(body),
-    }),
-  );
+const decide = (finding: string, body: unknown) => json(putDecision(svc.metricsApiUrl!, finding, body, ADMIN));
 
 beforeAll(async () => {
   svc = await startTestService({ now: () => clock, env: { JWT_SECRET: METRICS_SECRET } });

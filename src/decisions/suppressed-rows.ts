@@ -44,7 +44,7 @@ const QUIET_MS = 200;
 const copies = new WeakMap<SuppressedSet, Copies>();
 
 /** The columns of `findings` (and of its team copy) that statistics read, in the copy. */
-export const COPIED_COLUMNS = [
+const COPIED_COLUMNS = [
   'id',
   'target_id',
   'issue_id',

@@ -27,3 +27,12 @@ export const bySeverity = (v: Partial<Record<Severity, number>> = {}) => ({
 export function fetchMetric(baseUrl: string, path: string, bearer = ADMIN_TOKEN) {
   return fetchCached(`${baseUrl}/api/v1/${path}`, { headers: { Authorization: `Bearer ${bearer}` } });
 }
+
+/** PUT /api/v1/findings/{id}/decision (SPEC §12.3) on the metrics API at `baseUrl`. */
+export function putDecision(baseUrl: string, finding: string, body: unknown, bearer = ADMIN_TOKEN) {
+  return fetch(`${baseUrl}/api/v1/findings/${finding}/decision`, {
+    method: 'PUT',
+    headers: { Authorization: `Bearer ${bearer}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+}
