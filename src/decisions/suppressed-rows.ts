@@ -1,3 +1,4 @@
+import type { Severity } from '../domain/severity.js';
 import type { Store } from '../storage/gateway.js';
 import type { SuppressedSet } from './suppressed-sets.js';
 
@@ -18,14 +19,19 @@ import type { SuppressedSet } from './suppressed-sets.js';
  * Embedded only: a ClickHouse server's data is changed by other processes this one cannot count.
  */
 
+/** What the counters and the per-finding sums hold, summed over the copy's rows. */
+export const SUMMED = ['open', 'fixed', 'ttr_sum', 'ttr_count'] as const;
+export type Summed = (typeof SUMMED)[number];
+
 export interface RowsCopy {
   table: string;
   /**
-   * The same rows summed per team ('' for all) and severity, as counters are (a Join table read with
-   * joinGet): what the undated statistics over counters and per-finding sums subtract, a lookup
-   * where a second branch of the statement would cost the engine milliseconds to plan and run.
+   * The same rows summed per team ('' for all) and severity, as the counters are: what the undated
+   * statistics over counters and per-finding sums subtract from their answer, made with the copy
+   * and of its state. Subtracted by the process, a statement costs the engine nothing more (a
+   * second branch costs it milliseconds to plan and run, a joinGet half of one; bench/HISTORY.md).
    */
-  sums: string;
+  sums: (team: string, severity: Severity, column: Summed) => number;
   /** Store.changes() when the copy was made: valid while it is still the count. */
   changes: number;
 }
@@ -74,9 +80,9 @@ async function build(store: Store, set: SuppressedSet, c: Copies): Promise<void>
     { set: set.findings, targets: set.targets },
     { scratch: true, unchangedSince: changes },
   );
-  const sums = `${table}_sums`;
+  let sums: RowsCopy['sums'];
   try {
-    await sumsOf(store, table, sums);
+    sums = await sumsOf(store, table);
   } catch (err) {
     await store.command(`DROP TABLE IF EXISTS ${table}`, {}, { scratch: true }).catch(() => undefined);
     throw err;
@@ -88,25 +94,18 @@ async function build(store: Store, set: SuppressedSet, c: Copies): Promise<void>
 }
 
 /** The copy's rows summed per team and severity (RowsCopy.sums), from the copy itself: the same state. */
-async function sumsOf(store: Store, table: string, sums: string): Promise<void> {
-  await store.command(
-    `CREATE TABLE ${sums} (team String, severity String, open Int64, fixed Int64, ttr_sum Int64, ttr_count Int64)
-     ENGINE = Join(ANY, LEFT, team, severity)`,
-    {},
-    { scratch: true },
-  );
-  await store.command(
-    `INSERT INTO ${sums}
-     SELECT team, toString(severity), countIf(status = 'OPEN'), countIf(status = 'FIXED'), sum(ttr_sum), sum(ttr_count)
+async function sumsOf(store: Store, table: string): Promise<RowsCopy['sums']> {
+  const rows = await store.query<{ team: string; severity: Severity } & Record<Summed, number>>(
+    `SELECT team, toString(severity) AS severity, countIf(status = 'OPEN') AS open, countIf(status = 'FIXED') AS fixed,
+            toInt64(sum(ttr_sum)) AS ttr_sum, toInt64(sum(ttr_count)) AS ttr_count
      FROM (SELECT arrayJoin(arrayConcat([''], teams)) AS team, severity, status, ttr_sum, ttr_count FROM ${table})
      GROUP BY team, severity`,
-    {},
-    { scratch: true },
   );
+  const byKey = new Map(rows.map((r) => [`${r.team}\u0000${r.severity}`, r]));
+  return (team, severity, column) => Number(byKey.get(`${team}\u0000${severity}`)?.[column] ?? 0);
 }
 
-const dropCopy = (store: Store, copy: RowsCopy) =>
-  Promise.all([copy.table, copy.sums].map((t) => store.command(`DROP TABLE IF EXISTS ${t}`, {}, { scratch: true })));
+const dropCopy = (store: Store, copy: RowsCopy) => store.command(`DROP TABLE IF EXISTS ${copy.table}`, {}, { scratch: true });
 
 function schedule(store: Store, set: SuppressedSet, c: Copies): void {
   if (c.timer || c.building || c.retired) return;
@@ -146,5 +145,5 @@ export function rowsCopiesOf(set: SuppressedSet): string[] {
   c.retired = true;
   if (c.timer) clearTimeout(c.timer);
   c.timer = undefined;
-  return c.current ? [c.current.table, c.current.sums] : [];
+  return c.current ? [c.current.table] : [];
 }

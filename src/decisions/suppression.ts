@@ -1,10 +1,11 @@
+import type { Severity } from '../domain/severity.js';
 import { findingsIn, merge, type Scope, type Sql, targetScope, whereClause } from '../filters/sql.js';
 import type { StatementOptions, Store } from '../storage/gateway.js';
 import { DataChanged } from '../storage/store-errors.js';
 import { activeAtParams, activeDecisionsAt, notSuppressedAt, suppressedAt } from './active.js';
 import { lapsedAt } from './lapses.js';
 import { decisionsMayExist } from './presence.js';
-import { rowsCopyOf } from './suppressed-rows.js';
+import { rowsCopyOf, type Summed } from './suppressed-rows.js';
 import { suppressedSetAt } from './suppressed-sets.js';
 
 /**
@@ -59,10 +60,11 @@ export interface SuppressedRows {
   scope: Sql;
   options: StatementOptions;
   /**
-   * Where the scope is one team or everything and the rows come from a copy: their sums per
-   * severity (RowsCopy.sums), `sums.of('open' | 'fixed' | 'ttr_sum' | 'ttr_count', <severity text SQL>)`.
+   * Where the scope is one team or everything and the rows come from a copy: their sums by
+   * severity (RowsCopy.sums), which a statement over counters or per-finding sums bound to the
+   * copy's state (`options`) leaves for the process to subtract.
    */
-  sums?: { of: (column: string, severity: string) => string; params: Record<string, unknown> };
+  sums?: (severity: Severity, column: Summed) => number;
 }
 
 /**
@@ -102,14 +104,7 @@ export async function suppressedRows(
     from: copy.table,
     scope: merge(team, others),
     options: { unchangedSince: copy.changes },
-    ...(whole
-      ? {
-          sums: {
-            of: (column: string, severity: string) => `joinGet('${copy.sums}', '${column}', {supSumsTeam:String}, ${severity})`,
-            params: { supSumsTeam: f.team ?? '' },
-          },
-        }
-      : {}),
+    ...(whole ? { sums: (severity: Severity, column: Summed) => copy.sums(f.team ?? '', severity, column) } : {}),
   };
 }
 

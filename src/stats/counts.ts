@@ -17,18 +17,16 @@ export async function findingCounts(store: Store, status: 'OPEN' | 'FIXED', f: S
   const rows = await withSuppressedRows(store, f, referenceInstant(f, now), async (suppressed) => {
     if (plain) {
       const { from, scope } = countsIn(f);
-      const columns = SEVERITIES.map((s) => `${status === 'OPEN' ? 'open' : 'fixed'}_${s}`);
+      const counter = status === 'OPEN' ? 'open' : 'fixed';
+      const columns = SEVERITIES.map((s) => `${counter}_${s}`);
       const sums = SEVERITIES.map((s, i) => `sum(${columns[i]}) AS ${s}`).join(', ');
       let sql = `SELECT ${sums} FROM ${from} ${whereClause(scope)}`;
       let params = scope.params;
-      if (suppressed?.sums) {
-        // The counters less the suppressed findings' sums of the team (or all), looked up.
-        const { of, params: keys } = suppressed.sums;
-        const less = SEVERITIES.map((s, i) => `sum(${columns[i]}) - ${of(status === 'OPEN' ? 'open' : 'fixed', `'${s}'`)} AS ${s}`);
-        sql = `SELECT ${less.join(', ')} FROM ${from} ${whereClause(scope)}`;
-        params = { ...params, ...keys };
-      } else if (suppressed) {
-        // The counters' columns, and for each suppressed finding of the status −1 in its severity's.
+      // With the suppressed findings' sums of the team (or all) at hand, the counters as they are
+      // less those sums; else the counters' columns, and for each suppressed finding of the status
+      // −1 in its severity's.
+      const less = suppressed?.sums;
+      if (suppressed && !less) {
         const minus = merge(suppressed.scope, { where: ['status = {countStatus:String}'], params: { countStatus: status } });
         sql = `SELECT ${sums}
                FROM (SELECT ${columns.join(', ')} FROM ${from} ${whereClause(scope)}
@@ -38,7 +36,7 @@ export async function findingCounts(store: Store, status: 'OPEN' | 'FIXED', f: S
         params = { ...params, ...minus.params };
       }
       const [row] = await store.query<BySeverity<number>>(sql, params, suppressed?.options);
-      return SEVERITIES.map((severity) => ({ severity, n: row?.[severity] ?? 0 }));
+      return SEVERITIES.map((severity) => ({ severity, n: Number(row?.[severity] ?? 0) - (less?.(severity, counter) ?? 0) }));
     }
     const rows = signedRows(findingsIn(f), ['severity', 'status', 'found_at', 'fixed_at', 'score', 'issue_id'], suppressed);
     const sql = merge(rows.scope, labelsAndScores(f), statusAndTime({ ...f, status }, now));

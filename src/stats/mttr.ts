@@ -16,18 +16,24 @@ import type { MttrStatsBody } from './schema.js';
 export async function mttrStats(store: Store, f: StatFilters, now = nowSeconds()): Promise<MttrStatsBody> {
   const ranged = f.minDate !== undefined || f.maxDateEnd !== undefined;
   const filtered = !!f.labels?.length || f.minScore !== undefined || f.maxScore !== undefined;
-  const rows = await withSuppressedRows(store, f, referenceInstant(f, now), (suppressed) => {
+  const rows = await withSuppressedRows(store, f, referenceInstant(f, now), async (suppressed) => {
     if (!ranged && !filtered && suppressed?.sums) {
-      // Every finding of the scope: its per-finding sums less the suppressed findings' sums, looked up.
-      const { of, params } = suppressed.sums;
+      // Every finding of the scope: its per-finding sums, less the suppressed findings' sums of the scope.
+      const less = suppressed.sums;
       const rows = findingsIn(f);
-      return store.query<{ severity: Severity; hours: number; periods: number }>(
-        `SELECT severity, toInt64(sum(ttr_sum)) - ${of('ttr_sum', 'toString(severity)')} AS hours,
-                toInt64(sum(ttr_count)) - ${of('ttr_count', 'toString(severity)')} AS periods
-         FROM ${rows.from} ${whereClause(rows.scope)} GROUP BY severity`,
-        { ...rows.scope.params, ...params },
+      const found = await store.query<{ severity: Severity; hours: number; periods: number }>(
+        `SELECT severity, sum(ttr_sum) AS hours, sum(ttr_count) AS periods FROM ${rows.from} ${whereClause(rows.scope)} GROUP BY severity`,
+        rows.scope.params,
         suppressed.options,
       );
+      return SEVERITIES.map((severity) => {
+        const r = found.find((x) => x.severity === severity);
+        return {
+          severity,
+          hours: Number(r?.hours ?? 0) - less(severity, 'ttr_sum'),
+          periods: Number(r?.periods ?? 0) - less(severity, 'ttr_count'),
+        };
+      });
     }
     const columns = ['severity', 'score', 'issue_id', ...(ranged ? ['found_at', 'fixed_at'] : ['ttr_sum', 'ttr_count'])];
     const rows = signedRows(findingsIn(f), columns, suppressed);
