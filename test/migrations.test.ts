@@ -69,6 +69,7 @@ const CREATED: Record<number, string[]> = {
     'DROP TABLE finding_totals',
     'ALTER TABLE finding_events DROP COLUMN became_latest',
   ],
+  17: ['ALTER TABLE findings DROP COLUMN fix_seconds', 'ALTER TABLE team_findings DROP COLUMN fix_seconds'],
 };
 
 async function unapply(store: Store, version: number): Promise<void> {
@@ -151,6 +152,43 @@ describe('migrations on a store that holds data', () => {
     await store.command('DELETE FROM schema_migrations WHERE version = 12');
     expect(await migrate(store)).toEqual([12]);
     expect(await storedContext(store)).toEqual(kept);
+  });
+
+  it("0017 derives the closed periods' durations of the findings and team copies stored before it and after it", async () => {
+    const store = await openEmpty();
+    await migrate(store);
+    await ingest(store, before);
+    await store.insert('target_teams', [{ team: 'team-b', target_id: targetId('b.example.com'), associated_seq: 1 }]);
+    await copyAllToTeams(store);
+    await unapply(store, 17);
+    expect(await migrate(store)).toEqual([17]);
+    /** Every stored finding version's durations, and the same durations counted from its periods here. */
+    const durations = async (table: string) => {
+      const rows = await store.query<{ found_at: string[]; fixed_at: string[]; fix_seconds: number[] }>(
+        `SELECT found_at, fixed_at, fix_seconds FROM ${table} ORDER BY id, version`,
+      );
+      const expected = rows.map((r) =>
+        r.fixed_at.flatMap((x, i) => (x.startsWith('2106') ? [] : [(Date.parse(`${x}Z`) - Date.parse(`${r.found_at[i]}Z`)) / 1000])),
+      );
+      return { stored: rows.map((r) => r.fix_seconds), expected };
+    };
+    for (const table of ['findings', 'team_findings']) {
+      const { stored, expected } = await durations(table);
+      expect(stored, table).toEqual(expected);
+    }
+    // www's V: found 01-01 10:00 (r1), fixed 01-03 10:00 (r3); nothing else closed yet.
+    expect((await durations('findings')).stored.flat()).toEqual([172_800]);
+
+    await ingest(store, after);
+    for (const table of ['findings', 'team_findings']) {
+      const { stored, expected } = await durations(table);
+      expect(stored, table).toEqual(expected);
+    }
+    // V on b (found 01-01 12:00, fixed 01-04 12:00, b-2) is closed in team-b's copy too.
+    expect((await durations('team_findings')).stored.flat()).toContain(3 * 86_400);
+
+    await store.command('DELETE FROM schema_migrations WHERE version = 17');
+    expect(await migrate(store)).toEqual([17]);
   });
 
   it('refuses to start when a landed migration changed', async () => {

@@ -125,6 +125,31 @@ describe('GET /stats/sla as computed by the engine', () => {
     expect((await stats({ identifiers: ['s3.sla.example.com'] })).fixed_within.total).toBe(1);
   });
 
+  it("at now, from the findings' durations, answers what the periods answer at T = now; before a later instant it reads the periods", async () => {
+    // Without atDate the statement reads each finding's closed durations (sql/0017); atDate = now
+    // unnests its periods. Both must agree in every scope, and at a "now" with later instants (a
+    // report from the future of that now) the first must give way to the second.
+    const scopes: StatFilters[] = [
+      {},
+      { team: TEAM_X },
+      { team: TEAM_Y },
+      { teams: [TEAM_X, TEAM_Y] },
+      { minScore: 7 },
+      { labels: ['crit'] },
+    ];
+    const policies = [DEFAULT_SLA_POLICY, parseSlaDays('critical=3, informational=10'), parseSlaDays('high=1, low=60')];
+    const instants = [NOW, day('2024-05-27'), day('2024-03-05'), day('2024-01-05') + 3600, day('2023-12-01')];
+    for (const now of instants) {
+      for (const policy of policies) {
+        for (const f of scopes) {
+          const fromDurations = await slaStats(svc.store, f, now, policy);
+          const fromPeriods = await slaStats(svc.store, { ...f, atDate: now }, now, policy);
+          expect(fromDurations, `${new Date(now * 1000).toISOString()} ${JSON.stringify(f)}`).toEqual(fromPeriods);
+        }
+      }
+    }
+  });
+
   it('answers zeros and nulls for a scope without findings', async () => {
     expect(await stats({ team: 'no-such-team' })).toEqual({
       policy_days: DEFAULT_DAYS,

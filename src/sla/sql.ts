@@ -32,6 +32,22 @@ export const period = {
   fixedWithin: `${allowed} > 0 AND toInt64(x) <= toInt64(f) + ${allowed}`,
 };
 
+/**
+ * The same conditions over a finding row at T = now, from its scalar columns and the closed
+ * periods' durations (`fix_seconds`, sql/0017): exact for a finding none of whose instants is at or
+ * after T, i.e. `latest < T` — then its last period began before T (OPEN at T iff the finding is
+ * OPEN, found at last_found_at) and every closed period ended before T. The periods themselves are
+ * not read.
+ */
+export const current = {
+  breachedAt: (t: string) =>
+    `status = 'OPEN' AND ${allowed} > 0 AND toInt64({${t}:DateTime('UTC')}) >= toInt64(last_found_at) + ${allowed}`,
+  /** Its closed periods fixed within their SLA. */
+  fixedWithin: `if(${allowed} > 0, arrayCount(d -> d <= ${allowed}, fix_seconds), 0)`,
+  /** Its latest instant: the end of its last period if closed, else that period's start. */
+  latest: `if(status = 'FIXED', last_found_at + fix_seconds[-1], last_found_at)`,
+};
+
 /** SPEC §12.1: the period OPEN at T is past its deadline (breached), or not (within). */
 const breachedAt = (t: string) => `arrayExists((f, x) -> ${period.openAt(t)} AND ${period.pastDeadlineAt(t)}, found_at, fixed_at)`;
 const withinAt = (t: string) => `arrayExists((f, x) -> ${period.openAt(t)} AND NOT (${period.pastDeadlineAt(t)}), found_at, fixed_at)`;

@@ -3,7 +3,7 @@ import { NEVER } from '../domain/time.js';
 import { SEVERITIES, type BySeverity, type Severity } from '../domain/severity.js';
 import { findingsIn, labelsAndScores, merge, type Sql, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
 import type { SlaPolicy } from '../sla/policy.js';
-import { period, slaParams } from '../sla/sql.js';
+import { current, period, slaParams } from '../sla/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
 
@@ -39,6 +39,10 @@ const round4 = (x: number) => Math.round(x * 10_000 + 1e-9) / 10_000;
 
 export async function slaStats(store: Store, f: StatFilters, now: number, policy: SlaPolicy): Promise<SlaStats> {
   const ranged = f.minDate !== undefined || f.maxDateEnd !== undefined;
+  if (f.atDate === undefined && !ranged) {
+    const found = await slaNow(store, f, now, policy);
+    if (found) return summarise(found, policy);
+  }
   const fixedWhen = ranged ? `x >= {slaFixedFrom:DateTime('UTC')} AND x < {slaFixedTo:DateTime('UTC')}` : `x < {slaAt:DateTime('UTC')}`;
   const bound: Sql = {
     where: [],
@@ -68,6 +72,31 @@ export async function slaStats(store: Store, f: StatFilters, now: number, policy
     );
   });
   return summarise(found, policy);
+}
+
+/**
+ * The same at T = now from each finding's scalar columns and closed periods' durations (src/sla/sql.ts
+ * `current`), without unnesting its periods; undefined when a finding in scope has an instant at or
+ * after now (a report from the future), for which only its periods tell.
+ */
+async function slaNow(store: Store, f: StatFilters, now: number, policy: SlaPolicy): Promise<Row[] | undefined> {
+  const found = await withSuppressedRows(store, f, now, (suppressed) => {
+    const rows = signedRows(findingsIn(f), ['severity', 'status', 'last_found_at', 'fix_seconds', 'score', 'issue_id'], suppressed);
+    const sql = merge(rows.scope, labelsAndScores(f), { where: [], params: { ...slaParams(policy), slaAt: sqlAt(now) } });
+    return store.query<Row & { ahead: number }>(
+      `SELECT severity,
+              ${signed.countIf(rows, "status = 'OPEN'")} AS open,
+              ${signed.countIf(rows, current.breachedAt('slaAt'))} AS breached,
+              ${signed.sum(rows, 'length(fix_seconds)')} AS fixed,
+              ${signed.sum(rows, current.fixedWithin)} AS fixed_within,
+              max(${current.latest}) >= {slaAt:DateTime('UTC')} AS ahead
+       FROM ${rows.from} ${whereClause(sql)}
+       GROUP BY severity`,
+      sql.params,
+      suppressed?.options,
+    );
+  });
+  return found.some((r) => Number(r.ahead) !== 0) ? undefined : found;
 }
 
 /** Totals and ratios of SPEC §12.2: fixed_within and compliance cover the severities with an SLA. */

@@ -1,0 +1,18 @@
+-- Each closed OPEN period's duration in seconds (fixed_at − found_at), in period order: what
+-- /stats/sla at "now" reads instead of the two period arrays (src/stats/sla.ts). Derived by the
+-- engine from the arrays on every insert (MATERIALIZED), so no writer changes; parts written before
+-- this migration are rewritten by MATERIALIZE COLUMN, and until then the engine computes the value
+-- from the arrays when it reads them. The team copy derives it from its own arrays.
+ALTER TABLE findings ADD COLUMN IF NOT EXISTS fix_seconds Array(UInt32)
+    MATERIALIZED arrayMap((f, x) -> toUInt32(toInt64(x) - toInt64(f)),
+                          arrayFilter((f, x) -> x != toDateTime(4294967295, 'UTC'), found_at, fixed_at),
+                          arrayFilter(x -> x != toDateTime(4294967295, 'UTC'), fixed_at));
+
+ALTER TABLE team_findings ADD COLUMN IF NOT EXISTS fix_seconds Array(UInt32)
+    MATERIALIZED arrayMap((f, x) -> toUInt32(toInt64(x) - toInt64(f)),
+                          arrayFilter((f, x) -> x != toDateTime(4294967295, 'UTC'), found_at, fixed_at),
+                          arrayFilter(x -> x != toDateTime(4294967295, 'UTC'), fixed_at));
+
+ALTER TABLE findings MATERIALIZE COLUMN fix_seconds;
+
+ALTER TABLE team_findings MATERIALIZE COLUMN fix_seconds;
