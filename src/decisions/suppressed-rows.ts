@@ -1,5 +1,5 @@
-import type { Severity } from '../domain/severity.js';
 import type { Store } from '../storage/gateway.js';
+import { type Share, sharesOf } from './suppressed-shares.js';
 import type { SuppressedSet } from './suppressed-sets.js';
 
 /**
@@ -19,19 +19,10 @@ import type { SuppressedSet } from './suppressed-sets.js';
  * Embedded only: a ClickHouse server's data is changed by other processes this one cannot count.
  */
 
-/** What the counters and the per-finding sums hold, summed over the copy's rows. */
-export const SUMMED = ['open', 'fixed', 'ttr_sum', 'ttr_count'] as const;
-export type Summed = (typeof SUMMED)[number];
-
 export interface RowsCopy {
   table: string;
-  /**
-   * The same rows summed per team ('' for all) and severity, as the counters are: what the undated
-   * statistics over counters and per-finding sums subtract from their answer, made with the copy
-   * and of its state. Subtracted by the process, a statement costs the engine nothing more (a
-   * second branch costs it milliseconds to plan and run, a joinGet half of one; bench/HISTORY.md).
-   */
-  sums: (team: string, severity: Severity, column: Summed) => number;
+  /** What the rows take from the statistics of one team ('' for everything), made with the copy (suppressed-shares.ts). */
+  shares: (team: string) => Share;
   /** Store.changes() when the copy was made: valid while it is still the count. */
   changes: number;
 }
@@ -81,29 +72,17 @@ async function build(store: Store, set: SuppressedSet, c: Copies): Promise<void>
     { set: set.findings, targets: set.targets },
     { scratch: true, unchangedSince: changes },
   );
-  let sums: RowsCopy['sums'];
+  let shares: RowsCopy['shares'];
   try {
-    sums = await sumsOf(store, table);
+    shares = await sharesOf(store, table, changes);
   } catch (err) {
     await store.command(`DROP TABLE IF EXISTS ${table}`, {}, { scratch: true }).catch(() => undefined);
     throw err;
   }
-  const copy = { table, sums, changes };
+  const copy = { table, shares, changes };
   const replaced = c.retired ? copy : c.current;
   if (!c.retired) c.current = copy;
   if (replaced) await dropCopy(store, replaced);
-}
-
-/** The copy's rows summed per team and severity (RowsCopy.sums), from the copy itself: the same state. */
-async function sumsOf(store: Store, table: string): Promise<RowsCopy['sums']> {
-  const rows = await store.query<{ team: string; severity: Severity } & Record<Summed, number>>(
-    `SELECT team, toString(severity) AS severity, countIf(status = 'OPEN') AS open, countIf(status = 'FIXED') AS fixed,
-            toInt64(sum(ttr_sum)) AS ttr_sum, toInt64(sum(ttr_count)) AS ttr_count
-     FROM (SELECT arrayJoin(arrayConcat([''], teams)) AS team, severity, status, ttr_sum, ttr_count FROM ${table})
-     GROUP BY team, severity`,
-  );
-  const byKey = new Map(rows.map((r) => [`${r.team}\u0000${r.severity}`, r]));
-  return (team, severity, column) => Number(byKey.get(`${team}\u0000${severity}`)?.[column] ?? 0);
 }
 
 const dropCopy = (store: Store, copy: RowsCopy) => store.command(`DROP TABLE IF EXISTS ${copy.table}`, {}, { scratch: true });

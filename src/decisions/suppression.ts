@@ -1,11 +1,11 @@
-import type { Severity } from '../domain/severity.js';
 import { findingsIn, merge, type Scope, type Sql, targetScope, whereClause } from '../filters/sql.js';
 import type { StatementOptions, Store } from '../storage/gateway.js';
 import { DataChanged } from '../storage/store-errors.js';
 import { activeAtParams, activeDecisionsAt, notSuppressedAt, suppressedAt } from './active.js';
 import { lapsedAt } from './lapses.js';
 import { decisionsMayExist } from './presence.js';
-import { rowsCopyOf, type Summed } from './suppressed-rows.js';
+import { rowsCopyOf } from './suppressed-rows.js';
+import type { Share } from './suppressed-shares.js';
 import { suppressedSetAt } from './suppressed-sets.js';
 
 /**
@@ -60,11 +60,11 @@ export interface SuppressedRows {
   scope: Sql;
   options: StatementOptions;
   /**
-   * Where the scope is one team or everything and the rows come from a copy: their sums by
-   * severity (RowsCopy.sums), which a statement over counters or per-finding sums bound to the
-   * copy's state (`options`) leaves for the process to subtract.
+   * Where the scope is one team or everything and the rows come from a copy: what they take from
+   * the scope's statistics (suppressed-shares.ts), which a statement of a store without decisions,
+   * bound to the copy's state (`options`), leaves for the process to take.
    */
-  sums?: (severity: Severity, column: Summed) => number;
+  share?: Share;
 }
 
 /**
@@ -104,7 +104,7 @@ export async function suppressedRows(
     from: copy.table,
     scope: merge(team, others),
     options: { unchangedSince: copy.changes },
-    ...(whole ? { sums: (severity: Severity, column: Summed) => copy.sums(f.team ?? '', severity, column) } : {}),
+    ...(whole ? { share: copy.shares(f.team ?? '') } : {}),
   };
 }
 
@@ -125,6 +125,21 @@ export async function withSuppressedRows<T>(
     if (!(err instanceof DataChanged)) throw err;
     return statement(await suppressedRows(store, f, t, true));
   }
+}
+
+/**
+ * The share a statistic at now takes from its answer in the process (SuppressedRows.share): where
+ * the scope is whole, no label or score filter narrows it, and every instant of the suppressed
+ * findings is before now.
+ */
+export function shareAtNow(
+  suppressed: SuppressedRows | undefined,
+  f: { labels?: string[] | undefined; minScore?: number | undefined; maxScore?: number | undefined },
+  now: number,
+): Share | undefined {
+  const share = suppressed?.share;
+  const narrowed = !!f.labels?.length || f.minScore !== undefined || f.maxScore !== undefined;
+  return share && !narrowed && now > share.latest ? share : undefined;
 }
 
 /** The rows a statistic aggregates, as a FROM body and the conditions of its scope. */

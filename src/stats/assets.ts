@@ -23,10 +23,12 @@ export async function assetStats(
     // suppressed OPEN findings.
     const highest = `multiIf(${SEVERITIES.map((sev) => `sum(open_${sev}) > 0, '${sev}'`).join(', ')}, '')`;
     const counts = countsIn(f);
-    rows = await withSuppressedRows(store, f, now, (suppressed) => {
+    rows = await withSuppressedRows(store, f, now, async (suppressed) => {
       let perTarget = `SELECT target_id, ${highest} AS highest FROM ${counts.from} ${whereClause(counts.scope)} GROUP BY target_id`;
       let params = counts.scope.params;
-      if (suppressed) {
+      // With the scope's share at hand, the targets it moves are counted after the statement.
+      const share = suppressed?.share;
+      if (suppressed && !share) {
         const open = merge(suppressed.scope, { where: ["status = 'OPEN'"], params: {} });
         const columns = SEVERITIES.map((sev) => `open_${sev}`);
         perTarget = `SELECT target_id, ${highest} AS highest
@@ -37,11 +39,17 @@ export async function assetStats(
                      GROUP BY target_id`;
         params = { ...params, ...open.params };
       }
-      return store.query<{ severity: Severity; n: number }>(
+      const found = await store.query<{ severity: Severity; n: number }>(
         `SELECT highest AS severity, count() AS n FROM (${perTarget}) WHERE highest != '' GROUP BY highest`,
         params,
         suppressed?.options,
       );
+      return share
+        ? SEVERITIES.map((severity) => ({
+            severity,
+            n: Number(found.find((r) => r.severity === severity)?.n ?? 0) + share.assets[severity],
+          }))
+        : found;
     });
   } else {
     // Per target, the highest severity of its OPEN findings of the labels not suppressed.

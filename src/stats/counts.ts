@@ -25,7 +25,7 @@ export async function findingCounts(store: Store, status: 'OPEN' | 'FIXED', f: S
       // With the suppressed findings' sums of the team (or all) at hand, the counters as they are
       // less those sums; else the counters' columns, and for each suppressed finding of the status
       // −1 in its severity's.
-      const less = suppressed?.sums;
+      const less = suppressed?.share;
       if (suppressed && !less) {
         const minus = merge(suppressed.scope, { where: ['status = {countStatus:String}'], params: { countStatus: status } });
         sql = `SELECT ${sums}
@@ -36,7 +36,7 @@ export async function findingCounts(store: Store, status: 'OPEN' | 'FIXED', f: S
         params = { ...params, ...minus.params };
       }
       const [row] = await store.query<BySeverity<number>>(sql, params, suppressed?.options);
-      return SEVERITIES.map((severity) => ({ severity, n: Number(row?.[severity] ?? 0) - (less?.(severity, counter) ?? 0) }));
+      return SEVERITIES.map((severity) => ({ severity, n: Number(row?.[severity] ?? 0) - (less?.sums(severity, counter) ?? 0) }));
     }
     const rows = signedRows(findingsIn(f), ['severity', 'status', 'found_at', 'fixed_at', 'score', 'issue_id'], suppressed);
     const sql = merge(rows.scope, labelsAndScores(f), statusAndTime({ ...f, status }, now));

@@ -1,4 +1,4 @@
-import { type SuppressedRows, signed, signedRows, withSuppressedRows } from '../decisions/suppression.js';
+import { shareAtNow, type SuppressedRows, signed, signedRows, withSuppressedRows } from '../decisions/suppression.js';
 import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, type Sql, whereClause } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
@@ -45,14 +45,19 @@ export function percentilesOfCounts(histogram: readonly (readonly [number, numbe
   };
 }
 
+/**
+ * The percentiles of `valueSql` over the findings in scope meeting `conditions`, less the suppressed
+ * ones: in the statement, or where their values are at hand (`less`, counts per value) after it.
+ */
 async function percentilesOf(
   store: Store,
   valueSql: string,
   f: StatFilters,
   conditions: Sql,
   suppressed: SuppressedRows | undefined,
+  less?: Map<number, number>,
 ): Promise<PercentilesBody> {
-  const rows = signedRows(findingsIn(f), VALUE_COLUMNS, suppressed);
+  const rows = signedRows(findingsIn(f), VALUE_COLUMNS, less ? undefined : suppressed);
   const sql = merge(rows.scope, labelsAndScores(f), conditions);
   const [row] = await store.query<{ h: [number, number][] }>(
     `SELECT arraySort(groupArray((v, c))) AS h
@@ -61,7 +66,9 @@ async function percentilesOf(
     sql.params,
     suppressed?.options,
   );
-  return percentilesOfCounts(row?.h ?? []);
+  const histogram = row?.h ?? [];
+  if (!less) return percentilesOfCounts(histogram);
+  return percentilesOfCounts(histogram.map(([v, c]): [number, number] => [v, c - (less.get(v) ?? 0)]).filter(([, c]) => c > 0));
 }
 
 /** The columns the exposures at an instant and their conditions read (src/filters/sql.ts `state`). */
@@ -75,7 +82,10 @@ export function totalExposureStats(store: Store, f: StatFilters, now: number): P
       ? { where: [state.existsAt('at')], params: { at: sqlAt(at) } }
       : { where: [state.existsAt('now')], params: { now: sqlTime(now) } };
   const value = at !== undefined ? state.totalExposureAt('at') : state.totalExposureNow('now');
-  return withSuppressedRows(store, f, at ?? now, (suppressed) => percentilesOf(store, value, f, conditions, suppressed));
+  return withSuppressedRows(store, f, at ?? now, (suppressed) => {
+    const share = at === undefined ? shareAtNow(suppressed, f, now) : undefined;
+    return percentilesOf(store, value, f, conditions, suppressed, share?.totalExposures(now));
+  });
 }
 
 /** §7.6: current_exposure(T) of every finding in scope that is OPEN at T. */
@@ -86,5 +96,8 @@ export function currentExposureStats(store: Store, f: StatFilters, now: number):
       ? { where: [state.openAt('at')], params: { at: sqlAt(at) } }
       : { where: ["status = 'OPEN'"], params: { now: sqlTime(now) } };
   const value = at !== undefined ? state.currentExposureAt('at') : state.currentExposureNow('now');
-  return withSuppressedRows(store, f, at ?? now, (suppressed) => percentilesOf(store, value, f, conditions, suppressed));
+  return withSuppressedRows(store, f, at ?? now, (suppressed) => {
+    const share = at === undefined ? shareAtNow(suppressed, f, now) : undefined;
+    return percentilesOf(store, value, f, conditions, suppressed, share?.currentExposures(now));
+  });
 }

@@ -17,9 +17,9 @@ export async function mttrStats(store: Store, f: StatFilters, now = nowSeconds()
   const ranged = f.minDate !== undefined || f.maxDateEnd !== undefined;
   const filtered = !!f.labels?.length || f.minScore !== undefined || f.maxScore !== undefined;
   const rows = await withSuppressedRows(store, f, referenceInstant(f, now), async (suppressed) => {
-    if (!ranged && !filtered && suppressed?.sums) {
+    if (!ranged && !filtered && suppressed?.share) {
       // Every finding of the scope: its per-finding sums, less the suppressed findings' sums of the scope.
-      const less = suppressed.sums;
+      const less = suppressed.share;
       const rows = findingsIn(f);
       const found = await store.query<{ severity: Severity; hours: number; periods: number }>(
         `SELECT severity, sum(ttr_sum) AS hours, sum(ttr_count) AS periods FROM ${rows.from} ${whereClause(rows.scope)} GROUP BY severity`,
@@ -30,8 +30,8 @@ export async function mttrStats(store: Store, f: StatFilters, now = nowSeconds()
         const r = found.find((x) => x.severity === severity);
         return {
           severity,
-          hours: Number(r?.hours ?? 0) - less(severity, 'ttr_sum'),
-          periods: Number(r?.periods ?? 0) - less(severity, 'ttr_count'),
+          hours: Number(r?.hours ?? 0) - less.sums(severity, 'ttr_sum'),
+          periods: Number(r?.periods ?? 0) - less.sums(severity, 'ttr_count'),
         };
       });
     }

@@ -1,4 +1,4 @@
-import { referenceInstant, signed, signedRows, withSuppressedRows } from '../decisions/suppression.js';
+import { referenceInstant, shareAtNow, signed, signedRows, withSuppressedRows } from '../decisions/suppression.js';
 import { NEVER } from '../domain/time.js';
 import { SEVERITIES, type BySeverity, type Severity } from '../domain/severity.js';
 import { findingsIn, labelsAndScores, merge, type Sql, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
@@ -80,10 +80,16 @@ export async function slaStats(store: Store, f: StatFilters, now: number, policy
  * after now (a report from the future), for which only its periods tell.
  */
 async function slaNow(store: Store, f: StatFilters, now: number, policy: SlaPolicy): Promise<Row[] | undefined> {
-  const found = await withSuppressedRows(store, f, now, (suppressed) => {
-    const rows = signedRows(findingsIn(f), ['severity', 'status', 'last_found_at', 'fix_seconds', 'score', 'issue_id'], suppressed);
+  const found = await withSuppressedRows(store, f, now, async (suppressed) => {
+    // With the scope's share at hand, it is taken after the statement.
+    const share = shareAtNow(suppressed, f, now);
+    const rows = signedRows(
+      findingsIn(f),
+      ['severity', 'status', 'last_found_at', 'fix_seconds', 'score', 'issue_id'],
+      share ? undefined : suppressed,
+    );
     const sql = merge(rows.scope, labelsAndScores(f), { where: [], params: { ...slaParams(policy), slaAt: sqlAt(now) } });
-    return store.query<Row & { ahead: number }>(
+    const found = await store.query<Row & { ahead: number }>(
       `SELECT severity,
               ${signed.countIf(rows, "status = 'OPEN'")} AS open,
               ${signed.countIf(rows, current.breachedAt('slaAt'))} AS breached,
@@ -95,6 +101,17 @@ async function slaNow(store: Store, f: StatFilters, now: number, policy: SlaPoli
       sql.params,
       suppressed?.options,
     );
+    if (!share) return found;
+    return found.map((r) => {
+      const less = share.sla(r.severity, now, policy);
+      return {
+        ...r,
+        open: Number(r.open) - less.open,
+        breached: Number(r.breached) - less.breached,
+        fixed: Number(r.fixed) - less.fixed,
+        fixed_within: Number(r.fixed_within) - less.fixed_within,
+      };
+    });
   });
   return found.some((r) => Number(r.ahead) !== 0) ? undefined : found;
 }
