@@ -20,7 +20,7 @@ import { createDbApi } from '../src/app.js';
 import { createLogger } from '../src/log.js';
 import { checksQueue } from '../src/queue/producer.js';
 import type { QueryParams, StatementOptions, Store } from '../src/storage/gateway.js';
-import { LARGE_TEAM, openDataset, SCALES, type Scale } from './lib/dataset.js';
+import { LARGE_TEAM, openDataset, SCALES, SMALL_TEAM, type Scale } from './lib/dataset.js';
 import { connectBenchClient } from './lib/http-client.js';
 import { writeResults } from './lib/results.js';
 import { removeDecisions, seedDecisions } from './lib/decisions.js';
@@ -67,6 +67,11 @@ const CASES: [string, string, number | undefined, boolean?][] = [
   ['stats/assets global', '/stats/assets', 60],
   ['stats/sla global', '/stats/sla', undefined],
   ['stats/issues', '/stats/issues', 60],
+  // Filters and scopes whose suppressed findings are read as a second branch of the statement
+  // (docs/DESIGN.md, Suppression): what --decisions costs where no share applies.
+  ['stats/open team minScore', `/stats/open?${team}&minScore=4`, undefined],
+  ['stats/exposure team minScore', `/stats/exposure?${team}&minScore=4`, undefined],
+  ['stats/sla two teams', `/stats/sla?teams=${LARGE_TEAM},${SMALL_TEAM}`, undefined],
   ['stats/size', '/stats/size', 60],
   ['findings team page 1', `/findings?${team}`, 15],
   ['findings team page 500', `/findings?${team}&page=500`, undefined],

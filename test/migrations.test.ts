@@ -69,7 +69,7 @@ const CREATED: Record<number, string[]> = {
     'DROP TABLE finding_totals',
     'ALTER TABLE finding_events DROP COLUMN became_latest',
   ],
-  17: ['ALTER TABLE findings DROP COLUMN fix_seconds', 'ALTER TABLE team_findings DROP COLUMN fix_seconds'],
+  17: ['findings', 'team_findings'].flatMap((t) => [`ALTER TABLE ${t} DROP COLUMN fix_seconds`, `ALTER TABLE ${t} DROP COLUMN latest_at`]),
 };
 
 async function unapply(store: Store, version: number): Promise<void> {
@@ -162,22 +162,24 @@ describe('migrations on a store that holds data', () => {
     await copyAllToTeams(store);
     await unapply(store, 17);
     expect(await migrate(store)).toEqual([17]);
-    /** Every stored finding version's durations, and the same durations counted from its periods here. */
+    /** Every stored finding version's durations and latest instant, and the same counted from its periods here. */
     const durations = async (table: string) => {
-      const rows = await store.query<{ found_at: string[]; fixed_at: string[]; fix_seconds: number[] }>(
-        `SELECT found_at, fixed_at, fix_seconds FROM ${table} ORDER BY id, version`,
+      const rows = await store.query<{ found_at: string[]; fixed_at: string[]; fix_seconds: number[]; latest_at: string }>(
+        `SELECT found_at, fixed_at, fix_seconds, latest_at FROM ${table} ORDER BY id, version`,
       );
-      const expected = rows.map((r) =>
-        r.fixed_at.flatMap((x, i) => (x.startsWith('2106') ? [] : [(Date.parse(`${x}Z`) - Date.parse(`${r.found_at[i]}Z`)) / 1000])),
-      );
-      return { stored: rows.map((r) => r.fix_seconds), expected };
+      const open = (x: string) => x.startsWith('2106');
+      const expected = rows.map((r) => ({
+        fix_seconds: r.fixed_at.flatMap((x, i) => (open(x) ? [] : [(Date.parse(`${x}Z`) - Date.parse(`${r.found_at[i]}Z`)) / 1000])),
+        latest_at: open(r.fixed_at.at(-1)!) ? r.found_at.at(-1) : r.fixed_at.at(-1),
+      }));
+      return { stored: rows.map((r) => ({ fix_seconds: r.fix_seconds, latest_at: r.latest_at })), expected };
     };
     for (const table of ['findings', 'team_findings']) {
       const { stored, expected } = await durations(table);
       expect(stored, table).toEqual(expected);
     }
     // www's V: found 01-01 10:00 (r1), fixed 01-03 10:00 (r3); nothing else closed yet.
-    expect((await durations('findings')).stored.flat()).toEqual([172_800]);
+    expect((await durations('findings')).stored.flatMap((r) => r.fix_seconds)).toEqual([172_800]);
 
     await ingest(store, after);
     for (const table of ['findings', 'team_findings']) {
@@ -185,7 +187,8 @@ describe('migrations on a store that holds data', () => {
       expect(stored, table).toEqual(expected);
     }
     // V on b (found 01-01 12:00, fixed 01-04 12:00, b-2) is closed in team-b's copy too.
-    expect((await durations('team_findings')).stored.flat()).toContain(3 * 86_400);
+    expect((await durations('team_findings')).stored.flatMap((r) => r.fix_seconds)).toContain(3 * 86_400);
+    expect((await durations('team_findings')).stored.map((r) => r.latest_at)).toContain('2024-01-04 12:00:00');
 
     await store.command('DELETE FROM schema_migrations WHERE version = 17');
     expect(await migrate(store)).toEqual([17]);

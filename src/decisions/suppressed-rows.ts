@@ -56,6 +56,7 @@ const COPIED_COLUMNS = [
   'ttr_sum',
   'ttr_count',
   'fix_seconds',
+  'latest_at',
 ] as const;
 
 async function build(store: Store, set: SuppressedSet, c: Copies): Promise<void> {
@@ -66,7 +67,7 @@ async function build(store: Store, set: SuppressedSet, c: Copies): Promise<void>
   await store.command(
     `CREATE TABLE ${table} ENGINE = Memory AS
      SELECT ${columns}, t.teams AS teams
-     FROM (SELECT *, fix_seconds FROM findings FINAL WHERE id IN {set:Identifier}) AS f
+     FROM (SELECT *, fix_seconds, latest_at FROM findings FINAL WHERE id IN {set:Identifier}) AS f
      LEFT JOIN (SELECT target_id, groupUniqArray(team) AS teams FROM target_teams
                 WHERE target_id IN {targets:Identifier} GROUP BY target_id) AS t ON t.target_id = f.target_id`,
     { set: set.findings, targets: set.targets },

@@ -60,6 +60,7 @@ interface Row {
   ttr_sum: number;
   ttr_count: number;
   fix_seconds: number[];
+  latest_at: number;
 }
 
 const hours = (seconds: number) => Math.trunc(seconds / 3600);
@@ -95,8 +96,7 @@ function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Se
     sum('ttr_count', r.ttr_count);
     if (r.status === 'OPEN') open.get(r.severity)!.push(r.last_found_at);
     durations.get(r.severity)!.push(...r.fix_seconds);
-    const lastFix = r.status === 'FIXED' ? r.last_found_at + (r.fix_seconds.at(-1) ?? 0) : r.last_found_at;
-    latest = Math.max(latest, lastFix);
+    latest = Math.max(latest, r.latest_at);
     const h = highest.get(r.target_id);
     if (h && !targets.has(r.target_id)) {
       targets.add(r.target_id);
@@ -144,7 +144,7 @@ export async function sharesOf(store: Store, table: string, changes: number): Pr
   const rows = await store.query<Row>(
     `SELECT teams, toString(target_id) AS target_id, toString(severity) AS severity, toString(status) AS status,
             toUnixTimestamp(first_found_at) AS first_found_at, toUnixTimestamp(last_found_at) AS last_found_at,
-            closed_exposure, ttr_sum, ttr_count, fix_seconds
+            closed_exposure, ttr_sum, ttr_count, fix_seconds, toUnixTimestamp(latest_at) AS latest_at
      FROM ${table}`,
   );
   for (const r of rows) {

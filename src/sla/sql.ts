@@ -16,6 +16,22 @@ export function slaParams(policy: SlaPolicy): Record<string, unknown> {
   return { slaSeconds: ENUM_ORDER.map((s) => slaSeconds(policy, s) ?? 0) };
 }
 
+/**
+ * At T = now, per severity enum value: the latest start of an OPEN period that is breached at T
+ * (T − the SLA), and the longest closed period fixed within its SLA (the SLA); −1 where there is
+ * none (no SLA), which no instant or duration is at most.
+ */
+export function slaBoundsAt(policy: SlaPolicy, t: number): { slaBreachedUpTo: number[]; slaWithinUpTo: number[] } {
+  const seconds = ENUM_ORDER.map((s) => slaSeconds(policy, s));
+  return {
+    slaBreachedUpTo: seconds.map((d) => (d === undefined ? -1 : t - d)),
+    slaWithinUpTo: seconds.map((d) => (d === undefined ? -1 : d)),
+  };
+}
+
+/** A bound of slaBoundsAt for the row's (or group's) severity. */
+export const boundOf = (param: 'slaBreachedUpTo' | 'slaWithinUpTo') => `arrayElement({${param}:Array(Int64)}, toUInt8(severity) + 1)`;
+
 /** Seconds allowed to the finding's periods by the severity of its current score; 0: no SLA. */
 const allowed = `arrayElement({slaSeconds:Array(Int64)}, toUInt8(severity) + 1)`;
 
@@ -30,22 +46,6 @@ export const period = {
   pastDeadlineAt: (t: string) => `${allowed} > 0 AND toInt64({${t}:DateTime('UTC')}) >= toInt64(f) + ${allowed}`,
   /** A closed period ended by its deadline; never without an SLA. */
   fixedWithin: `${allowed} > 0 AND toInt64(x) <= toInt64(f) + ${allowed}`,
-};
-
-/**
- * The same conditions over a finding row at T = now, from its scalar columns and the closed
- * periods' durations (`fix_seconds`, sql/0017): exact for a finding none of whose instants is at or
- * after T, i.e. `latest < T` — then its last period began before T (OPEN at T iff the finding is
- * OPEN, found at last_found_at) and every closed period ended before T. The periods themselves are
- * not read.
- */
-export const current = {
-  breachedAt: (t: string) =>
-    `status = 'OPEN' AND ${allowed} > 0 AND toInt64({${t}:DateTime('UTC')}) >= toInt64(last_found_at) + ${allowed}`,
-  /** Its closed periods fixed within their SLA. */
-  fixedWithin: `if(${allowed} > 0, arrayCount(d -> d <= ${allowed}, fix_seconds), 0)`,
-  /** Its latest instant: the end of its last period if closed, else that period's start. */
-  latest: `if(status = 'FIXED', last_found_at + fix_seconds[-1], last_found_at)`,
 };
 
 /** SPEC §12.1: the period OPEN at T is past its deadline (breached), or not (within). */

@@ -3,7 +3,7 @@ import { NEVER } from '../domain/time.js';
 import { SEVERITIES, type BySeverity, type Severity } from '../domain/severity.js';
 import { findingsIn, labelsAndScores, merge, type Sql, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
 import type { SlaPolicy } from '../sla/policy.js';
-import { current, period, slaParams } from '../sla/sql.js';
+import { boundOf, period, slaBoundsAt, slaParams } from '../sla/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
 
@@ -75,29 +75,39 @@ export async function slaStats(store: Store, f: StatFilters, now: number, policy
 }
 
 /**
- * The same at T = now from each finding's scalar columns and closed periods' durations (src/sla/sql.ts
- * `current`), without unnesting its periods; undefined when a finding in scope has an instant at or
- * after now (a report from the future), for which only its periods tell.
+ * The same at T = now without unnesting any finding's periods, from its status, last start, latest
+ * instant and closed durations (`latest_at`, `fix_seconds`: sql/0017): per severity the engine
+ * gathers the OPEN findings' last starts and the closed durations, then counts those at most the
+ * severity's bound (src/sla/sql.ts `slaBoundsAt`), once per severity rather than per row. Exact
+ * while every instant of the findings in scope is before now; undefined when one is not (a report
+ * from the future of now), for which only the periods tell. Suppressed findings (signed rows) are
+ * gathered apart and their counts subtracted; a share held by the process is taken after it.
  */
 async function slaNow(store: Store, f: StatFilters, now: number, policy: SlaPolicy): Promise<Row[] | undefined> {
   const found = await withSuppressedRows(store, f, now, async (suppressed) => {
-    // With the scope's share at hand, it is taken after the statement.
     const share = shareAtNow(suppressed, f, now);
     const rows = signedRows(
       findingsIn(f),
-      ['severity', 'status', 'last_found_at', 'fix_seconds', 'score', 'issue_id'],
+      ['severity', 'status', 'last_found_at', 'latest_at', 'fix_seconds', 'score', 'issue_id'],
       share ? undefined : suppressed,
     );
-    const sql = merge(rows.scope, labelsAndScores(f), { where: [], params: { ...slaParams(policy), slaAt: sqlAt(now) } });
+    const sql = merge(rows.scope, labelsAndScores(f), { where: [], params: { ...slaBoundsAt(policy, now), slaAt: sqlAt(now) } });
+    const plain = rows.sign === '1';
+    /** The OPEN findings' last starts and the closed durations of the rows meeting `condition`, named with `suffix`. */
+    const gathered = (suffix: string, condition?: string) =>
+      `groupArrayIf(last_found_at, status = 'OPEN'${condition ? ` AND ${condition}` : ''}) AS opened${suffix},
+       ${condition ? `groupArrayArrayIf(fix_seconds, ${condition})` : 'groupArrayArray(fix_seconds)'} AS durations${suffix}`;
+    const counted = (count: (suffix: string) => string) => (plain ? count('') : `${count('_in')} - ${count('_out')}`);
     const found = await store.query<Row & { ahead: number }>(
       `SELECT severity,
-              ${signed.countIf(rows, "status = 'OPEN'")} AS open,
-              ${signed.countIf(rows, current.breachedAt('slaAt'))} AS breached,
-              ${signed.sum(rows, 'length(fix_seconds)')} AS fixed,
-              ${signed.sum(rows, current.fixedWithin)} AS fixed_within,
-              max(${current.latest}) >= {slaAt:DateTime('UTC')} AS ahead
-       FROM ${rows.from} ${whereClause(sql)}
-       GROUP BY severity`,
+              ${counted((x) => `length(opened${x})`)} AS open,
+              ${counted((x) => `arrayCount(t -> toInt64(t) <= ${boundOf('slaBreachedUpTo')}, opened${x})`)} AS breached,
+              ${counted((x) => `length(durations${x})`)} AS fixed,
+              ${counted((x) => `arrayCount(d -> d <= ${boundOf('slaWithinUpTo')}, durations${x})`)} AS fixed_within,
+              latest >= {slaAt:DateTime('UTC')} AS ahead
+       FROM (SELECT severity, ${plain ? gathered('') : `${gathered('_in', 'sign > 0')}, ${gathered('_out', 'sign < 0')}`}, max(latest_at) AS latest
+             FROM ${rows.from} ${whereClause(sql)}
+             GROUP BY severity)`,
       sql.params,
       suppressed?.options,
     );
