@@ -52,6 +52,10 @@ const SCOPES: StatFilters[] = [
   { team: TEAM_Y },
   { teams: [TEAM_X, TEAM_Y] },
   { identifier: 's4.sla', identifierMatch: false },
+  // Selections that leave some suppressed findings out (the copy tells them apart itself).
+  { teams: [TEAM_Y] },
+  { identifiers: ['s1.sla.example.com', 's2.sla.example.com'] },
+  { identifier: 's4.sla.example.com', identifierMatch: true },
 ];
 const FILTERS: StatFilters[] = [
   {},

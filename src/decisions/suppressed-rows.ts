@@ -1,5 +1,5 @@
 import type { Store } from '../storage/gateway.js';
-import { type Share, sharesOf } from './suppressed-shares.js';
+import { type Share, type ShareSelection, sharesOf } from './suppressed-shares.js';
 import type { SuppressedSet } from './suppressed-sets.js';
 
 /**
@@ -21,8 +21,8 @@ import type { SuppressedSet } from './suppressed-sets.js';
 
 export interface RowsCopy {
   table: string;
-  /** What the rows take from the statistics of one team ('' for everything), made with the copy (suppressed-shares.ts). */
-  shares: (team: string) => Share;
+  /** What the rows take from the current statistics of a selection, made with the copy (suppressed-shares.ts). */
+  shares: (selection: ShareSelection) => Share;
   /** Store.changes() when the copy was made: valid while it is still the count. */
   changes: number;
 }

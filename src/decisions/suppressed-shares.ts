@@ -3,18 +3,17 @@ import { slaSeconds, type SlaPolicy } from '../sla/policy.js';
 import type { Store } from '../storage/gateway.js';
 
 /**
- * What the findings suppressed in one state of the data take from the statistics of one team's
- * scope, or of everything, made with the copy of their rows (suppressed-rows.ts) and of that state.
- * A statistic of such a scope without label or score filters then runs the statement of a store
- * without decisions, bound to the copy's state, and takes its share from the answer: the engine
- * plans and runs nothing more (a second branch costs it 2–3 ms whatever its size, a joinGet about
- * 0.5 ms; bench/HISTORY.md).
+ * What the findings suppressed in one state of the data take from the current statistics of a
+ * selection, made from the copy of their rows (suppressed-rows.ts) and of that state. A current
+ * statistic whose selection the copy can tell — teams, exact identifiers, score bounds, labels —
+ * then runs the statement of a store without decisions, bound to the copy's state, and takes its
+ * share from the answer: the engine plans and runs nothing more (a second branch costs it 2–3 ms
+ * whatever its size, a joinGet about 0.5 ms; bench/HISTORY.md).
  *
- * Everything here is counted once per state, at the copy: sums by severity, how the suppressed
- * findings change their targets' highest open severity, and per severity the sorted instants and
- * durations that the statistics at "now" count below or above a bound. Only the exposure values
- * are taken per request, one per suppressed OPEN finding of the scope: a histogram has to be
- * subtracted value by value.
+ * The share of one team, or of everything, without filters is counted once per state; any other
+ * selection's is counted when asked, over the suppressed findings it selects (a pass over at most
+ * as many rows as there are decisions). The targets' highest open severities before and after the
+ * suppression are read once, from their counters, with the copy.
  *
  * The shares at "now" are exact while every instant of the suppressed findings is before now
  * (`latest`), as the statements' own shortcuts at now are (src/filters/sql.ts `state`, src/sla/sql.ts).
@@ -52,6 +51,8 @@ export interface Share {
 interface Row {
   teams: string[];
   target_id: string;
+  score: number;
+  labels: string[];
   severity: Severity;
   status: 'OPEN' | 'FIXED';
   first_found_at: number;
@@ -65,27 +66,13 @@ interface Row {
 
 const hours = (seconds: number) => Math.trunc(seconds / 3600);
 
-/** How many of the ascending `values` are at most `bound`. */
-function atMost(values: readonly number[], bound: number): number {
-  let lo = 0;
-  let hi = values.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (values[mid]! <= bound) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 function add(histogram: Map<number, number>, value: number): void {
   histogram.set(value, (histogram.get(value) ?? 0) + 1);
 }
 
-/** The share of the suppressed findings in `rows` (one scope's), given each target's highest severity before and after. */
+/** The share of the suppressed findings in `rows` (one selection's), given their targets' highest open severities before and after. */
 function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Severity | undefined }>): Share {
   const sums = new Map<string, number>();
-  const open = new Map<Severity, number[]>(SEVERITIES.map((s) => [s, []]));
-  const durations = new Map<Severity, number[]>(SEVERITIES.map((s) => [s, []]));
   const assets = zeroBySeverity();
   const targets = new Set<string>();
   let latest = 0;
@@ -94,8 +81,6 @@ function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Se
     sum(r.status === 'OPEN' ? 'open' : 'fixed', 1);
     sum('ttr_sum', r.ttr_sum);
     sum('ttr_count', r.ttr_count);
-    if (r.status === 'OPEN') open.get(r.severity)!.push(r.last_found_at);
-    durations.get(r.severity)!.push(...r.fix_seconds);
     latest = Math.max(latest, r.latest_at);
     const h = highest.get(r.target_id);
     if (h && !targets.has(r.target_id)) {
@@ -104,15 +89,14 @@ function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Se
       if (h.after) assets[h.after] += 1;
     }
   }
-  for (const list of [...open.values(), ...durations.values()]) list.sort((a, b) => a - b);
-  const openRows = rows.filter((r) => r.status === 'OPEN');
+  const open = rows.filter((r) => r.status === 'OPEN');
   return {
     sums: (severity, column) => sums.get(`${severity}:${column}`) ?? 0,
     assets,
     latest,
     currentExposures: (now) => {
       const out = new Map<number, number>();
-      for (const r of openRows) add(out, Math.max(0, hours(now - r.last_found_at)));
+      for (const r of open) add(out, Math.max(0, hours(now - r.last_found_at)));
       return out;
     },
     totalExposures: (now) => {
@@ -124,28 +108,57 @@ function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Se
     },
     sla: (severity, now, policy) => {
       const allowed = slaSeconds(policy, severity);
-      const opened = open.get(severity)!;
-      const closed = durations.get(severity)!;
-      return {
-        open: opened.length,
-        breached: allowed === undefined ? 0 : atMost(opened, now - allowed),
-        fixed: closed.length,
-        fixed_within: allowed === undefined ? 0 : atMost(closed, allowed),
-      };
+      const out = { open: 0, breached: 0, fixed: 0, fixed_within: 0 };
+      for (const r of rows) {
+        if (r.severity !== severity) continue;
+        if (r.status === 'OPEN') {
+          out.open += 1;
+          if (allowed !== undefined && now >= r.last_found_at + allowed) out.breached += 1;
+        }
+        out.fixed += r.fix_seconds.length;
+        if (allowed !== undefined) out.fixed_within += r.fix_seconds.filter((d) => d <= allowed).length;
+      }
+      return out;
     },
   };
 }
 
+/** A selection of suppressed findings the copy can tell (each part narrows it). */
+export interface ShareSelection {
+  team?: string | undefined;
+  /** At least one of them; empty: none. */
+  teams?: string[] | undefined;
+  /** In each of these lists of target ids. */
+  targets?: string[][] | undefined;
+  minScore?: number | undefined;
+  maxScore?: number | undefined;
+  labels?: string[] | undefined;
+}
+
+const selects = (s: ShareSelection) => (r: Row) =>
+  (s.team === undefined || r.teams.includes(s.team)) &&
+  (s.teams === undefined || s.teams.some((t) => r.teams.includes(t))) &&
+  (s.targets === undefined || s.targets.every((ids) => ids.includes(r.target_id))) &&
+  (s.minScore === undefined || r.score >= s.minScore) &&
+  (s.maxScore === undefined || r.score <= s.maxScore) &&
+  (s.labels === undefined || s.labels.length === 0 || r.labels.some((l) => s.labels!.includes(l)));
+
 /**
- * The shares of the suppressed findings copied into `table`, per team ('' for everything). Their
- * targets' counters are read bound to `changes`, the state of the copy: refused if it has changed.
+ * The shares of the suppressed findings copied into `table`, by selection. Their issues' labels
+ * and their targets' counters are read bound to `changes`, the state of the copy: refused if it has
+ * changed.
  */
-export async function sharesOf(store: Store, table: string, changes: number): Promise<(team: string) => Share> {
+export async function sharesOf(store: Store, table: string, changes: number): Promise<(selection: ShareSelection) => Share> {
   const rows = await store.query<Row>(
-    `SELECT teams, toString(target_id) AS target_id, toString(severity) AS severity, toString(status) AS status,
-            toUnixTimestamp(first_found_at) AS first_found_at, toUnixTimestamp(last_found_at) AS last_found_at,
-            closed_exposure, ttr_sum, ttr_count, fix_seconds, toUnixTimestamp(latest_at) AS latest_at
-     FROM ${table}`,
+    `SELECT c.teams AS teams, toString(c.target_id) AS target_id, c.score AS score, ifNull(i.labels, []) AS labels,
+            toString(c.severity) AS severity, toString(c.status) AS status,
+            toUnixTimestamp(c.first_found_at) AS first_found_at, toUnixTimestamp(c.last_found_at) AS last_found_at,
+            c.closed_exposure AS closed_exposure, c.ttr_sum AS ttr_sum, c.ttr_count AS ttr_count, c.fix_seconds AS fix_seconds,
+            toUnixTimestamp(c.latest_at) AS latest_at
+     FROM ${table} AS c
+     LEFT JOIN (SELECT id, labels FROM issues_current WHERE id IN (SELECT issue_id FROM ${table})) AS i ON i.id = c.issue_id`,
+    {},
+    { unchangedSince: changes },
   );
   for (const r of rows) {
     r.closed_exposure = Number(r.closed_exposure);
@@ -153,21 +166,15 @@ export async function sharesOf(store: Store, table: string, changes: number): Pr
     r.ttr_count = Number(r.ttr_count);
   }
   const highest = await highestOpen(store, rows, changes);
-  const byTeam = new Map<string, Row[]>([['', rows]]);
-  for (const r of rows) {
-    for (const team of r.teams) {
-      const list = byTeam.get(team) ?? [];
-      list.push(r);
-      byTeam.set(team, list);
-    }
-  }
-  const shares = new Map<string, Share>();
-  const none = shareOf([], highest);
-  return (team) => {
-    let share = shares.get(team);
+  const byTeam = new Map<string, Share>();
+  return (selection) => {
+    const plain = Object.entries(selection).every(([key, value]) => key === 'team' || value === undefined);
+    if (!plain) return shareOf(rows.filter(selects(selection)), highest);
+    const key = selection.team ?? '';
+    let share = byTeam.get(key);
     if (!share) {
-      share = byTeam.has(team) ? shareOf(byTeam.get(team)!, highest) : none;
-      shares.set(team, share);
+      share = shareOf(selection.team === undefined ? rows : rows.filter(selects(selection)), highest);
+      byTeam.set(key, share);
     }
     return share;
   };

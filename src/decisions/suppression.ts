@@ -1,3 +1,4 @@
+import { targetId } from '../domain/ids.js';
 import { findingsIn, merge, type Scope, type Sql, targetScope, whereClause } from '../filters/sql.js';
 import type { StatementOptions, Store } from '../storage/gateway.js';
 import { DataChanged } from '../storage/store-errors.js';
@@ -5,7 +6,7 @@ import { activeAtParams, activeDecisionsAt, notSuppressedAt, suppressedAt } from
 import { lapsedAt } from './lapses.js';
 import { decisionsMayExist } from './presence.js';
 import { rowsCopyOf } from './suppressed-rows.js';
-import type { Share } from './suppressed-shares.js';
+import type { Share, ShareSelection } from './suppressed-shares.js';
 import { suppressedSetAt } from './suppressed-sets.js';
 
 /**
@@ -60,9 +61,10 @@ export interface SuppressedRows {
   scope: Sql;
   options: StatementOptions;
   /**
-   * Where the scope is one team or everything and the rows come from a copy: what they take from
-   * the scope's statistics (suppressed-shares.ts), which a statement of a store without decisions,
-   * bound to the copy's state (`options`), leaves for the process to take.
+   * Where the rows come from a copy that can tell the selection (its scope and the label and score
+   * filters of the statistic's `f`): what they take from its current statistics
+   * (suppressed-shares.ts), which a statement of a store without decisions, bound to the copy's
+   * state (`options`), leaves for the process to take.
    */
   share?: Share;
 }
@@ -98,13 +100,35 @@ export async function suppressedRows(
   // The copy holds each finding once, with its target's teams.
   const team: Sql =
     f.team === undefined ? { where: [], params: {} } : { where: ['has(teams, {scopeTeam:String})'], params: { scopeTeam: f.team } };
-  const others = targetScope({ ...f, team: undefined });
-  const whole = others.where.length === 0;
+  const selection = shareSelection(f);
   return {
     from: copy.table,
-    scope: merge(team, others),
+    scope: merge(team, targetScope({ ...f, team: undefined })),
     options: { unchangedSince: copy.changes },
-    ...(whole ? { share: copy.shares(f.team ?? '') } : {}),
+    ...(selection ? { share: copy.shares(selection) } : {}),
+  };
+}
+
+/**
+ * The selection of suppressed findings a share is counted over (suppressed-shares.ts): the scope,
+ * and the label and score filters a statistic's `f` carries; undefined for a substring of
+ * identifiers, which the copy cannot tell.
+ */
+function shareSelection(
+  f: Scope & { labels?: string[] | undefined; minScore?: number | undefined; maxScore?: number | undefined },
+): ShareSelection | undefined {
+  if (f.identifier !== undefined && !f.identifierMatch) return undefined;
+  const targets = [
+    ...(f.identifier !== undefined ? [[targetId(f.identifier)]] : []),
+    ...(f.identifiers?.length ? [f.identifiers.map(targetId)] : []),
+  ];
+  return {
+    team: f.team,
+    teams: f.teams,
+    targets: targets.length > 0 ? targets : undefined,
+    minScore: f.minScore,
+    maxScore: f.maxScore,
+    labels: f.labels?.length ? f.labels : undefined,
   };
 }
 
@@ -129,17 +153,11 @@ export async function withSuppressedRows<T>(
 
 /**
  * The share a statistic at now takes from its answer in the process (SuppressedRows.share): where
- * the scope is whole, no label or score filter narrows it, and every instant of the suppressed
- * findings is before now.
+ * there is one, and every instant of the suppressed findings it covers is before now.
  */
-export function shareAtNow(
-  suppressed: SuppressedRows | undefined,
-  f: { labels?: string[] | undefined; minScore?: number | undefined; maxScore?: number | undefined },
-  now: number,
-): Share | undefined {
+export function shareAtNow(suppressed: SuppressedRows | undefined, now: number): Share | undefined {
   const share = suppressed?.share;
-  const narrowed = !!f.labels?.length || f.minScore !== undefined || f.maxScore !== undefined;
-  return share && !narrowed && now > share.latest ? share : undefined;
+  return share && now > share.latest ? share : undefined;
 }
 
 /** The rows a statistic aggregates, as a FROM body and the conditions of its scope. */

@@ -38,13 +38,23 @@ export async function findingCounts(store: Store, status: 'OPEN' | 'FIXED', f: S
       const [row] = await store.query<BySeverity<number>>(sql, params, suppressed?.options);
       return SEVERITIES.map((severity) => ({ severity, n: Number(row?.[severity] ?? 0) - (less?.sums(severity, counter) ?? 0) }));
     }
-    const rows = signedRows(findingsIn(f), ['severity', 'status', 'found_at', 'fixed_at', 'score', 'issue_id'], suppressed);
+    // Current, a share of the suppressed findings is taken after the statement where there is one.
+    const share = current ? suppressed?.share : undefined;
+    const rows = signedRows(
+      findingsIn(f),
+      ['severity', 'status', 'found_at', 'fixed_at', 'score', 'issue_id'],
+      share ? undefined : suppressed,
+    );
     const sql = merge(rows.scope, labelsAndScores(f), statusAndTime({ ...f, status }, now));
-    return store.query<{ severity: Severity; n: number }>(
+    const found = await store.query<{ severity: Severity; n: number }>(
       `SELECT severity, ${signed.count(rows)} AS n FROM ${rows.from} ${whereClause(sql)} GROUP BY severity`,
       sql.params,
       suppressed?.options,
     );
+    if (!share) return found;
+    // Every severity: a share counting findings the statement did not would show, not vanish.
+    const n = (severity: Severity) => Number(found.find((r) => r.severity === severity)?.n ?? 0);
+    return SEVERITIES.map((severity) => ({ severity, n: n(severity) - share.sums(severity, status === 'OPEN' ? 'open' : 'fixed') }));
   });
   const out = zeroBySeverity();
   for (const r of rows) if (SEVERITIES.includes(r.severity)) out[r.severity] = r.n;

@@ -68,7 +68,10 @@ async function percentilesOf(
   );
   const histogram = row?.h ?? [];
   if (!less) return percentilesOfCounts(histogram);
-  return percentilesOfCounts(histogram.map(([v, c]): [number, number] => [v, c - (less.get(v) ?? 0)]).filter(([, c]) => c > 0));
+  // Every value of the share: one the statement did not count would show (a negative count), not vanish.
+  const counts = new Map(histogram);
+  for (const [v, c] of less) counts.set(v, (counts.get(v) ?? 0) - c);
+  return percentilesOfCounts([...counts].filter(([, c]) => c !== 0).sort(([a], [b]) => a - b));
 }
 
 /** The columns the exposures at an instant and their conditions read (src/filters/sql.ts `state`). */
@@ -83,7 +86,7 @@ export function totalExposureStats(store: Store, f: StatFilters, now: number): P
       : { where: [state.existsAt('now')], params: { now: sqlTime(now) } };
   const value = at !== undefined ? state.totalExposureAt('at') : state.totalExposureNow('now');
   return withSuppressedRows(store, f, at ?? now, (suppressed) => {
-    const share = at === undefined ? shareAtNow(suppressed, f, now) : undefined;
+    const share = at === undefined ? shareAtNow(suppressed, now) : undefined;
     return percentilesOf(store, value, f, conditions, suppressed, share?.totalExposures(now));
   });
 }
@@ -97,7 +100,7 @@ export function currentExposureStats(store: Store, f: StatFilters, now: number):
       : { where: ["status = 'OPEN'"], params: { now: sqlTime(now) } };
   const value = at !== undefined ? state.currentExposureAt('at') : state.currentExposureNow('now');
   return withSuppressedRows(store, f, at ?? now, (suppressed) => {
-    const share = at === undefined ? shareAtNow(suppressed, f, now) : undefined;
+    const share = at === undefined ? shareAtNow(suppressed, now) : undefined;
     return percentilesOf(store, value, f, conditions, suppressed, share?.currentExposures(now));
   });
 }

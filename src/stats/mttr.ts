@@ -15,28 +15,11 @@ import type { MttrStatsBody } from './schema.js';
  */
 export async function mttrStats(store: Store, f: StatFilters, now = nowSeconds()): Promise<MttrStatsBody> {
   const ranged = f.minDate !== undefined || f.maxDateEnd !== undefined;
-  const filtered = !!f.labels?.length || f.minScore !== undefined || f.maxScore !== undefined;
   const rows = await withSuppressedRows(store, f, referenceInstant(f, now), async (suppressed) => {
-    if (!ranged && !filtered && suppressed?.share) {
-      // Every finding of the scope: its per-finding sums, less the suppressed findings' sums of the scope.
-      const less = suppressed.share;
-      const rows = findingsIn(f);
-      const found = await store.query<{ severity: Severity; hours: number; periods: number }>(
-        `SELECT severity, sum(ttr_sum) AS hours, sum(ttr_count) AS periods FROM ${rows.from} ${whereClause(rows.scope)} GROUP BY severity`,
-        rows.scope.params,
-        suppressed.options,
-      );
-      return SEVERITIES.map((severity) => {
-        const r = found.find((x) => x.severity === severity);
-        return {
-          severity,
-          hours: Number(r?.hours ?? 0) - less.sums(severity, 'ttr_sum'),
-          periods: Number(r?.periods ?? 0) - less.sums(severity, 'ttr_count'),
-        };
-      });
-    }
+    // Undated, a share of the suppressed findings' sums is taken after the statement where there is one.
+    const share = ranged ? undefined : suppressed?.share;
     const columns = ['severity', 'score', 'issue_id', ...(ranged ? ['found_at', 'fixed_at'] : ['ttr_sum', 'ttr_count'])];
-    const rows = signedRows(findingsIn(f), columns, suppressed);
+    const rows = signedRows(findingsIn(f), columns, share ? undefined : suppressed);
     const fixedInRange = `x >= {fixedFrom:DateTime('UTC')} AND x < {fixedTo:DateTime('UTC')}`;
     const sums = ranged
       ? `${signed.sum(rows, `arraySum((f, x) -> if(${fixedInRange}, intDiv(toInt64(x) - toInt64(f), 3600), 0), found_at, fixed_at)`)} AS hours,
@@ -44,11 +27,21 @@ export async function mttrStats(store: Store, f: StatFilters, now = nowSeconds()
       : `${signed.sum(rows, 'ttr_sum')} AS hours, ${signed.sum(rows, 'ttr_count')} AS periods`;
     const range = ranged ? { fixedFrom: sqlTime(f.minDate ?? 0), fixedTo: sqlTime(f.maxDateEnd ?? NEVER) } : {};
     const sql = merge(rows.scope, labelsAndScores(f), { where: [], params: range });
-    return store.query<{ severity: Severity; hours: number; periods: number }>(
+    const found = await store.query<{ severity: Severity; hours: number; periods: number }>(
       `SELECT severity, ${sums} FROM ${rows.from} ${whereClause(sql)} GROUP BY severity`,
       sql.params,
       suppressed?.options,
     );
+    if (!share) return found;
+    // Every severity: a share counting findings the statement did not would show, not vanish.
+    return SEVERITIES.map((severity) => {
+      const r = found.find((x) => x.severity === severity);
+      return {
+        severity,
+        hours: Number(r?.hours ?? 0) - share.sums(severity, 'ttr_sum'),
+        periods: Number(r?.periods ?? 0) - share.sums(severity, 'ttr_count'),
+      };
+    });
   });
   const out = { total: 0 } as MttrStatsBody;
   let hours = 0;

@@ -85,7 +85,7 @@ export async function slaStats(store: Store, f: StatFilters, now: number, policy
  */
 async function slaNow(store: Store, f: StatFilters, now: number, policy: SlaPolicy): Promise<Row[] | undefined> {
   const found = await withSuppressedRows(store, f, now, async (suppressed) => {
-    const share = shareAtNow(suppressed, f, now);
+    const share = shareAtNow(suppressed, now);
     const rows = signedRows(
       findingsIn(f),
       ['severity', 'status', 'last_found_at', 'latest_at', 'fix_seconds', 'score', 'issue_id'],
@@ -112,14 +112,17 @@ async function slaNow(store: Store, f: StatFilters, now: number, policy: SlaPoli
       suppressed?.options,
     );
     if (!share) return found;
-    return found.map((r) => {
-      const less = share.sla(r.severity, now, policy);
+    // Every severity: a share counting findings the statement did not would show, not vanish.
+    return SEVERITIES.map((severity) => {
+      const r = found.find((x) => x.severity === severity);
+      const less = share.sla(severity, now, policy);
       return {
-        ...r,
-        open: Number(r.open) - less.open,
-        breached: Number(r.breached) - less.breached,
-        fixed: Number(r.fixed) - less.fixed,
-        fixed_within: Number(r.fixed_within) - less.fixed_within,
+        severity,
+        ahead: Number(r?.ahead ?? 0),
+        open: Number(r?.open ?? 0) - less.open,
+        breached: Number(r?.breached ?? 0) - less.breached,
+        fixed: Number(r?.fixed ?? 0) - less.fixed,
+        fixed_within: Number(r?.fixed_within ?? 0) - less.fixed_within,
       };
     });
   });
