@@ -13,7 +13,7 @@ import { DataChanged } from '../src/storage/store-errors.js';
 import { epoch } from './support/api.js';
 import { METRICS_SECRET, metricsToken, putDecision } from './support/metrics.js';
 import { json, startTestService, type TestService } from './support/service.js';
-import { C, H, I, M, SLA_NOW, SLA_REPORTS, SLA_TARGETS, slaFinding, TEAM_X, TEAM_Y } from './support/sla-history.js';
+import { C, H, I, M, SLA_NOW, SLA_REPORTS, SLA_TARGETS, scan, slaFinding, TEAM_X, TEAM_Y } from './support/sla-history.js';
 
 /**
  * Additive statistics (and the counts per value exposure percentiles are read from) subtract the findings suppressed at their reference instant (SPEC §12.3),
@@ -33,7 +33,8 @@ const decide = (finding: string, body: unknown) => json(putDecision(svc.metricsA
 beforeAll(async () => {
   svc = await startTestService({ now: () => clock, env: { JWT_SECRET: METRICS_SECRET } });
   for (const [identifier, teams] of Object.entries(SLA_TARGETS)) await json(svc.postJson('/targets', { identifier, teams }), 201);
-  for (const r of SLA_REPORTS) await json(svc.postJson('/checks', r), 202);
+  // s4's medium is also fixed on 04-10 and found again on 04-20: a period after a range's end.
+  for (const r of [...SLA_REPORTS, scan('s4', '04-10', []), scan('s4', '04-20', [M])]) await json(svc.postJson('/checks', r), 202);
   await svc.settle();
   // Decided on 03-15: the high on s3 (fixed twice), the medium on s4 (in both teams).
   await decide(slaFinding('s3', H), { decision: 'accepted_risk', reason: 'Compensating control.', expires_at: '2024-09-01T00:00:00Z' });
@@ -61,6 +62,7 @@ const FILTERS: StatFilters[] = [
   {},
   { atDate: epoch('2024-04-20T00:00:00Z') },
   { minDate: epoch('2024-01-15T00:00:00Z'), maxDateEnd: epoch('2024-05-01T00:00:00Z') },
+  { minDate: epoch('2024-02-15T00:00:00Z'), maxDateEnd: epoch('2024-04-15T00:00:00Z') },
   { labels: ['crit'] },
   { minScore: 4 },
 ];

@@ -1,4 +1,6 @@
 import { SEVERITIES, type BySeverity, type Severity, zeroBySeverity } from '../domain/severity.js';
+import { NEVER } from '../domain/time.js';
+import { clampAt, clampTime } from '../filters/sql.js';
 import { slaSeconds, type SlaPolicy } from '../sla/policy.js';
 import type { Store } from '../storage/gateway.js';
 
@@ -31,20 +33,33 @@ export interface SlaShare {
   fixed_within: number;
 }
 
+/** The period arrays' instants (epoch seconds) a statistic's statement is bound to (src/filters/sql.ts). */
+export interface ShareTimes {
+  atDate?: number | undefined;
+  minDate?: number | undefined;
+  maxDateEnd?: number | undefined;
+}
+
 export interface Share {
+  /** What the counters and per-finding sums hold for the suppressed findings, by severity. */
   sums: (severity: Severity, column: Summed) => number;
   /**
    * Per severity, the change the suppressed OPEN findings make to the targets counted there by
    * §7.7 (a target leaves its highest severity, and lands on the next one left, if any).
    */
   assets: BySeverity<number>;
-  /** The latest instant of the suppressed findings (epoch seconds): the shares below need now > latest. */
+  /** The latest instant of the suppressed findings (epoch seconds): a share at now needs now > latest. */
   latest: number;
-  /** [value, count] of §7.6's current exposure at now of the suppressed OPEN findings. */
-  currentExposures: (now: number) => Map<number, number>;
-  /** [value, count] of §7.5's total exposure at now of the suppressed findings. */
-  totalExposures: (now: number) => Map<number, number>;
-  sla: (severity: Severity, now: number, policy: SlaPolicy) => SlaShare;
+  /** By severity, those `statusAndTime` (src/filters/sql.ts) selects with atDate or a range. */
+  countsAt: (status: 'OPEN' | 'FIXED', f: ShareTimes, now: number) => BySeverity<number>;
+  /** By severity, the whole hours and the number of their periods fixed in [from, to) (§7.4 with dates). */
+  fixedIn: (from: number, to: number) => BySeverity<{ hours: number; periods: number }>;
+  /** [value, count] of §7.5's total exposure at t of the suppressed findings existing at t. */
+  totalExposuresAt: (t: number) => Map<number, number>;
+  /** [value, count] of §7.6's current exposure at t of the suppressed findings OPEN at t. */
+  currentExposuresAt: (t: number) => Map<number, number>;
+  /** §12.2 at t of the suppressed findings of a severity, their closed periods counted where `fixedWhen`. */
+  slaAt: (severity: Severity, t: number, fixedWhen: (fixedAt: number) => boolean, policy: SlaPolicy) => SlaShare;
 }
 
 /** One suppressed finding, as the copy holds it. */
@@ -60,14 +75,37 @@ interface Row {
   closed_exposure: number;
   ttr_sum: number;
   ttr_count: number;
-  fix_seconds: number[];
   latest_at: number;
+  /** The OPEN periods (epoch seconds; fixed_at NEVER while open). */
+  found_at: number[];
+  fixed_at: number[];
 }
 
 const hours = (seconds: number) => Math.trunc(seconds / 3600);
 
 function add(histogram: Map<number, number>, value: number): void {
   histogram.set(value, (histogram.get(value) ?? 0) + 1);
+}
+
+/** SPEC §4.2 on a finding's periods, as src/filters/sql.ts `state` states them. */
+const existsAt = (r: Row, t: number) => r.found_at.some((f) => f <= t);
+const openAt = (r: Row, t: number) => r.found_at.some((f, i) => f <= t && t < r.fixed_at[i]!);
+
+/** `statusAndTime` of src/filters/sql.ts with atDate or a range, on one finding. */
+function selectedAt(r: Row, status: 'OPEN' | 'FIXED', f: ShareTimes, now: number): boolean {
+  if (f.atDate !== undefined) {
+    const t = clampAt(f.atDate);
+    return status === 'OPEN' ? openAt(r, t) : existsAt(r, t) && !openAt(r, t);
+  }
+  const from = clampTime(f.minDate ?? 0);
+  if (status === 'OPEN') {
+    const to = clampTime(f.maxDateEnd ?? NEVER);
+    return r.found_at.some((x) => x >= from && x < to);
+  }
+  // Rule 2: the last period started by E is closed, with L <= fixed_at <= E.
+  const end = clampTime(f.maxDateEnd !== undefined ? f.maxDateEnd - 1 : now);
+  const last = r.found_at.findLastIndex((x) => x <= end);
+  return last >= 0 && r.fixed_at[last]! >= from && r.fixed_at[last]! <= end;
 }
 
 /** The share of the suppressed findings in `rows` (one selection's), given their targets' highest open severities before and after. */
@@ -89,34 +127,61 @@ function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Se
       if (h.after) assets[h.after] += 1;
     }
   }
-  const open = rows.filter((r) => r.status === 'OPEN');
   return {
     sums: (severity, column) => sums.get(`${severity}:${column}`) ?? 0,
     assets,
     latest,
-    currentExposures: (now) => {
-      const out = new Map<number, number>();
-      for (const r of open) add(out, Math.max(0, hours(now - r.last_found_at)));
+    countsAt: (status, f, now) => {
+      const out = zeroBySeverity();
+      for (const r of rows) if (selectedAt(r, status, f, now)) out[r.severity] += 1;
       return out;
     },
-    totalExposures: (now) => {
-      const out = new Map<number, number>();
+    fixedIn: (from, to) => {
+      const out = Object.fromEntries(SEVERITIES.map((s) => [s, { hours: 0, periods: 0 }])) as BySeverity<{
+        hours: number;
+        periods: number;
+      }>;
       for (const r of rows) {
-        if (r.first_found_at <= now) add(out, hours(r.closed_exposure + (r.status === 'OPEN' ? now - r.last_found_at : 0)));
+        r.fixed_at.forEach((x, i) => {
+          if (x < from || x >= to) return;
+          out[r.severity].hours += hours(x - r.found_at[i]!);
+          out[r.severity].periods += 1;
+        });
       }
       return out;
     },
-    sla: (severity, now, policy) => {
+    totalExposuresAt: (t) => {
+      const out = new Map<number, number>();
+      for (const r of rows) {
+        if (!existsAt(r, t)) continue;
+        add(out, hours(r.found_at.reduce((sum, f, i) => (f <= t ? sum + Math.min(r.fixed_at[i]!, t) - f : sum), 0)));
+      }
+      return out;
+    },
+    currentExposuresAt: (t) => {
+      const out = new Map<number, number>();
+      for (const r of rows) {
+        const since = r.found_at.filter((f, i) => f <= t && t < r.fixed_at[i]!);
+        if (since.length > 0) add(out, hours(t - Math.max(...since)));
+      }
+      return out;
+    },
+    slaAt: (severity, t, fixedWhen, policy) => {
       const allowed = slaSeconds(policy, severity);
       const out = { open: 0, breached: 0, fixed: 0, fixed_within: 0 };
       for (const r of rows) {
         if (r.severity !== severity) continue;
-        if (r.status === 'OPEN') {
-          out.open += 1;
-          if (allowed !== undefined && now >= r.last_found_at + allowed) out.breached += 1;
-        }
-        out.fixed += r.fix_seconds.length;
-        if (allowed !== undefined) out.fixed_within += r.fix_seconds.filter((d) => d <= allowed).length;
+        r.found_at.forEach((f, i) => {
+          const x = r.fixed_at[i]!;
+          if (f <= t && t < x) {
+            out.open += 1;
+            if (allowed !== undefined && t >= f + allowed) out.breached += 1;
+          }
+          if (fixedWhen(x)) {
+            out.fixed += 1;
+            if (allowed !== undefined && x <= f + allowed) out.fixed_within += 1;
+          }
+        });
       }
       return out;
     },
@@ -153,8 +218,9 @@ export async function sharesOf(store: Store, table: string, changes: number): Pr
     `SELECT c.teams AS teams, toString(c.target_id) AS target_id, c.score AS score, ifNull(i.labels, []) AS labels,
             toString(c.severity) AS severity, toString(c.status) AS status,
             toUnixTimestamp(c.first_found_at) AS first_found_at, toUnixTimestamp(c.last_found_at) AS last_found_at,
-            c.closed_exposure AS closed_exposure, c.ttr_sum AS ttr_sum, c.ttr_count AS ttr_count, c.fix_seconds AS fix_seconds,
-            toUnixTimestamp(c.latest_at) AS latest_at
+            c.closed_exposure AS closed_exposure, c.ttr_sum AS ttr_sum, c.ttr_count AS ttr_count,
+            toUnixTimestamp(c.latest_at) AS latest_at,
+            arrayMap(x -> toUnixTimestamp(x), c.found_at) AS found_at, arrayMap(x -> toUnixTimestamp(x), c.fixed_at) AS fixed_at
      FROM ${table} AS c
      LEFT JOIN (SELECT id, labels FROM issues_current WHERE id IN (SELECT issue_id FROM ${table})) AS i ON i.id = c.issue_id`,
     {},

@@ -20,14 +20,20 @@ export interface Sql {
  * 0001–9999 while DateTime spans 1970 to NEVER, and every stored instant lies in [0, NEVER): a
  * bound outside that span is clamped to its edge, which selects exactly the same periods.
  */
-export const sqlTime = (epoch: number) => new Date(Math.min(Math.max(epoch, 0), NEVER) * 1000).toISOString().slice(0, 19).replace('T', ' ');
+export const sqlTime = (epoch: number) => new Date(clampTime(epoch) * 1000).toISOString().slice(0, 19).replace('T', ' ');
+
+/** The epoch second sqlTime binds: what the process compares where it evaluates the same conditions. */
+export const clampTime = (epoch: number) => Math.min(Math.max(epoch, 0), NEVER);
 
 /**
  * A reference instant T (atDate) as a parameter: clamped below NEVER so that periods still open
  * (fixed_at = NEVER) remain OPEN at a T beyond 2106. Exposures computed in SQL then run to that
  * edge instead of the literal far-future date.
  */
-export const sqlAt = (epoch: number) => sqlTime(Math.min(epoch, NEVER - 1));
+export const sqlAt = (epoch: number) => sqlTime(clampAt(epoch));
+
+/** The epoch second sqlAt binds. */
+export const clampAt = (epoch: number) => clampTime(Math.min(epoch, NEVER - 1));
 
 const T = (name: string) => `{${name}:DateTime('UTC')}`;
 

@@ -38,8 +38,8 @@ export async function findingCounts(store: Store, status: 'OPEN' | 'FIXED', f: S
       const [row] = await store.query<BySeverity<number>>(sql, params, suppressed?.options);
       return SEVERITIES.map((severity) => ({ severity, n: Number(row?.[severity] ?? 0) - (less?.sums(severity, counter) ?? 0) }));
     }
-    // Current, a share of the suppressed findings is taken after the statement where there is one.
-    const share = current ? suppressed?.share : undefined;
+    // A share of the suppressed findings is taken after the statement where there is one.
+    const share = suppressed?.share;
     const rows = signedRows(
       findingsIn(f),
       ['severity', 'status', 'found_at', 'fixed_at', 'score', 'issue_id'],
@@ -54,7 +54,11 @@ export async function findingCounts(store: Store, status: 'OPEN' | 'FIXED', f: S
     if (!share) return found;
     // Every severity: a share counting findings the statement did not would show, not vanish.
     const n = (severity: Severity) => Number(found.find((r) => r.severity === severity)?.n ?? 0);
-    return SEVERITIES.map((severity) => ({ severity, n: n(severity) - share.sums(severity, status === 'OPEN' ? 'open' : 'fixed') }));
+    const less = current ? undefined : share.countsAt(status, f, now);
+    return SEVERITIES.map((severity) => ({
+      severity,
+      n: n(severity) - (less ? less[severity] : share.sums(severity, status === 'OPEN' ? 'open' : 'fixed')),
+    }));
   });
   const out = zeroBySeverity();
   for (const r of rows) if (SEVERITIES.includes(r.severity)) out[r.severity] = r.n;

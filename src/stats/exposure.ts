@@ -1,5 +1,5 @@
 import { shareAtNow, type SuppressedRows, signed, signedRows, withSuppressedRows } from '../decisions/suppression.js';
-import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, type Sql, whereClause } from '../filters/sql.js';
+import { clampAt, findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, type Sql, whereClause } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
 import { round2 } from './numbers.js';
@@ -86,8 +86,8 @@ export function totalExposureStats(store: Store, f: StatFilters, now: number): P
       : { where: [state.existsAt('now')], params: { now: sqlTime(now) } };
   const value = at !== undefined ? state.totalExposureAt('at') : state.totalExposureNow('now');
   return withSuppressedRows(store, f, at ?? now, (suppressed) => {
-    const share = at === undefined ? shareAtNow(suppressed, now) : undefined;
-    return percentilesOf(store, value, f, conditions, suppressed, share?.totalExposures(now));
+    const share = at === undefined ? shareAtNow(suppressed, now) : suppressed?.share;
+    return percentilesOf(store, value, f, conditions, suppressed, share?.totalExposuresAt(at === undefined ? now : clampAt(at)));
   });
 }
 
@@ -100,7 +100,7 @@ export function currentExposureStats(store: Store, f: StatFilters, now: number):
       : { where: ["status = 'OPEN'"], params: { now: sqlTime(now) } };
   const value = at !== undefined ? state.currentExposureAt('at') : state.currentExposureNow('now');
   return withSuppressedRows(store, f, at ?? now, (suppressed) => {
-    const share = at === undefined ? shareAtNow(suppressed, now) : undefined;
-    return percentilesOf(store, value, f, conditions, suppressed, share?.currentExposures(now));
+    const share = at === undefined ? shareAtNow(suppressed, now) : suppressed?.share;
+    return percentilesOf(store, value, f, conditions, suppressed, share?.currentExposuresAt(at === undefined ? now : clampAt(at)));
   });
 }

@@ -1,6 +1,6 @@
 import { SEVERITIES, type Severity } from '../domain/severity.js';
 import { referenceInstant, signed, signedRows, withSuppressedRows } from '../decisions/suppression.js';
-import { findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
+import { clampTime, findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
 import { NEVER, nowSeconds } from '../domain/time.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
@@ -16,8 +16,8 @@ import type { MttrStatsBody } from './schema.js';
 export async function mttrStats(store: Store, f: StatFilters, now = nowSeconds()): Promise<MttrStatsBody> {
   const ranged = f.minDate !== undefined || f.maxDateEnd !== undefined;
   const rows = await withSuppressedRows(store, f, referenceInstant(f, now), async (suppressed) => {
-    // Undated, a share of the suppressed findings' sums is taken after the statement where there is one.
-    const share = ranged ? undefined : suppressed?.share;
+    // A share of the suppressed findings is taken after the statement where there is one.
+    const share = suppressed?.share;
     const columns = ['severity', 'score', 'issue_id', ...(ranged ? ['found_at', 'fixed_at'] : ['ttr_sum', 'ttr_count'])];
     const rows = signedRows(findingsIn(f), columns, share ? undefined : suppressed);
     const fixedInRange = `x >= {fixedFrom:DateTime('UTC')} AND x < {fixedTo:DateTime('UTC')}`;
@@ -34,12 +34,13 @@ export async function mttrStats(store: Store, f: StatFilters, now = nowSeconds()
     );
     if (!share) return found;
     // Every severity: a share counting findings the statement did not would show, not vanish.
+    const fixed = ranged ? share.fixedIn(clampTime(f.minDate ?? 0), clampTime(f.maxDateEnd ?? NEVER)) : undefined;
     return SEVERITIES.map((severity) => {
       const r = found.find((x) => x.severity === severity);
       return {
         severity,
-        hours: Number(r?.hours ?? 0) - share.sums(severity, 'ttr_sum'),
-        periods: Number(r?.periods ?? 0) - share.sums(severity, 'ttr_count'),
+        hours: Number(r?.hours ?? 0) - (fixed ? fixed[severity].hours : share.sums(severity, 'ttr_sum')),
+        periods: Number(r?.periods ?? 0) - (fixed ? fixed[severity].periods : share.sums(severity, 'ttr_count')),
       };
     });
   });

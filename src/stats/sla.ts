@@ -1,7 +1,8 @@
 import { referenceInstant, shareAtNow, signed, signedRows, withSuppressedRows } from '../decisions/suppression.js';
+import type { Share } from '../decisions/suppressed-shares.js';
 import { NEVER } from '../domain/time.js';
 import { SEVERITIES, type BySeverity, type Severity } from '../domain/severity.js';
-import { findingsIn, labelsAndScores, merge, type Sql, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
+import { clampAt, clampTime, findingsIn, labelsAndScores, merge, type Sql, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
 import type { SlaPolicy } from '../sla/policy.js';
 import { boundOf, period, slaBoundsAt, slaParams } from '../sla/sql.js';
 import type { Store } from '../storage/gateway.js';
@@ -54,11 +55,15 @@ export async function slaStats(store: Store, f: StatFilters, now: number, policy
   };
   // One row per period. Periods never overlap, so a finding has at most one OPEN at T: the open
   // periods count findings.
-  const found = await withSuppressedRows(store, f, referenceInstant(f, now), (suppressed) => {
-    const rows = signedRows(findingsIn(f), ['severity', 'found_at', 'fixed_at', 'score', 'issue_id'], suppressed);
+  const at = clampAt(f.atDate ?? now);
+  const from = clampTime(f.minDate ?? 0);
+  const to = clampTime(f.maxDateEnd ?? NEVER);
+  const found = await withSuppressedRows(store, f, referenceInstant(f, now), async (suppressed) => {
+    const share = suppressed?.share;
+    const rows = signedRows(findingsIn(f), ['severity', 'found_at', 'fixed_at', 'score', 'issue_id'], share ? undefined : suppressed);
     const sql = merge(rows.scope, labelsAndScores(f), bound);
     const open = period.openAt('slaAt');
-    return store.query<Row>(
+    const found = await store.query<Row>(
       `SELECT severity,
               ${signed.countIf(rows, open)} AS open,
               ${signed.countIf(rows, `${open} AND ${period.pastDeadlineAt('slaAt')}`)} AS breached,
@@ -70,6 +75,7 @@ export async function slaStats(store: Store, f: StatFilters, now: number, policy
       sql.params,
       suppressed?.options,
     );
+    return share ? lessShare(found, share, at, ranged ? (x) => x >= from && x < to : (x) => x < at, policy) : found;
   });
   return summarise(found, policy);
 }
@@ -111,22 +117,29 @@ async function slaNow(store: Store, f: StatFilters, now: number, policy: SlaPoli
       sql.params,
       suppressed?.options,
     );
-    if (!share) return found;
-    // Every severity: a share counting findings the statement did not would show, not vanish.
-    return SEVERITIES.map((severity) => {
-      const r = found.find((x) => x.severity === severity);
-      const less = share.sla(severity, now, policy);
-      return {
-        severity,
-        ahead: Number(r?.ahead ?? 0),
-        open: Number(r?.open ?? 0) - less.open,
-        breached: Number(r?.breached ?? 0) - less.breached,
-        fixed: Number(r?.fixed ?? 0) - less.fixed,
-        fixed_within: Number(r?.fixed_within ?? 0) - less.fixed_within,
-      };
-    });
+    if (found.some((r) => Number(r.ahead) !== 0)) return undefined;
+    const at = clampAt(now);
+    return share ? lessShare(found, share, at, (x) => x < at, policy) : found;
   });
-  return found.some((r) => Number(r.ahead) !== 0) ? undefined : found;
+  return found;
+}
+
+/**
+ * A statement's counts less a share's (src/decisions/suppressed-shares.ts), for every severity: a
+ * share counting findings the statement did not would show, not vanish.
+ */
+function lessShare(found: Row[], share: Share, at: number, fixedWhen: (x: number) => boolean, policy: SlaPolicy): Row[] {
+  return SEVERITIES.map((severity) => {
+    const r = found.find((x) => x.severity === severity);
+    const less = share.slaAt(severity, at, fixedWhen, policy);
+    return {
+      severity,
+      open: Number(r?.open ?? 0) - less.open,
+      breached: Number(r?.breached ?? 0) - less.breached,
+      fixed: Number(r?.fixed ?? 0) - less.fixed,
+      fixed_within: Number(r?.fixed_within ?? 0) - less.fixed_within,
+    };
+  });
 }
 
 /** Totals and ratios of SPEC §12.2: fixed_within and compliance cover the severities with an SLA. */

@@ -39,7 +39,8 @@ export const SLA_TARGETS: Record<string, string[]> = {
 };
 
 let n = 0;
-const scan = (target: string, day: string, vulns: VulnSpec[]) =>
+/** A scan of target s<k> on a day of 2024 finding `vulns`. */
+export const scan = (target: string, day: string, vulns: VulnSpec[]) =>
   report({
     check_id: `sla-${++n}`,
     checktype_name: 'vulcan-sla',
