@@ -42,6 +42,7 @@ const DECISIONS = Number(arg('decisions', '0'));
 
 const team = `team=${LARGE_TEAM}`;
 const range = 'minDate=2024-01-10&maxDate=2024-01-20';
+const today = new Date().toISOString().slice(0, 10);
 
 /** [name, path, absolute p50 target in ms at the 1m scale or undefined, through the response cache] */
 const CASES: [string, string, number | undefined, boolean?][] = [
@@ -69,6 +70,12 @@ const CASES: [string, string, number | undefined, boolean?][] = [
   ['stats/issues', '/stats/issues', 60],
   // Filters and scopes whose suppressed findings are read as a second branch of the statement
   // (docs/DESIGN.md, Suppression): what --decisions costs where no share applies.
+  // Dated statistics at an instant when --decisions' decisions (made a day before the run) are active.
+  ['stats/open team atDate today', `/stats/open?${team}&atDate=${today}`, undefined],
+  ['stats/fixed team to today', `/stats/fixed?${team}&minDate=2024-01-10&maxDate=${today}`, undefined],
+  ['stats/mttr team to today', `/stats/mttr?${team}&minDate=2024-01-10&maxDate=${today}`, undefined],
+  ['stats/exposure team atDate today', `/stats/exposure?${team}&atDate=${today}`, undefined],
+  ['stats/sla team atDate today', `/stats/sla?${team}&atDate=${today}`, undefined],
   ['stats/open team minScore', `/stats/open?${team}&minScore=4`, undefined],
   ['stats/exposure team minScore', `/stats/exposure?${team}&minScore=4`, undefined],
   ['stats/sla two teams', `/stats/sla?teams=${LARGE_TEAM},${SMALL_TEAM}`, undefined],

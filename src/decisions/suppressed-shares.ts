@@ -47,7 +47,7 @@ export interface Share {
    * Per severity, the change the suppressed OPEN findings make to the targets counted there by
    * §7.7 (a target leaves its highest severity, and lands on the next one left, if any).
    */
-  assets: BySeverity<number>;
+  readonly assets: BySeverity<number>;
   /** The latest instant of the suppressed findings (epoch seconds): a share at now needs now > latest. */
   latest: number;
   /** By severity, those `statusAndTime` (src/filters/sql.ts) selects with atDate or a range. */
@@ -88,14 +88,22 @@ function add(histogram: Map<number, number>, value: number): void {
 }
 
 /** SPEC §4.2 on a finding's periods, as src/filters/sql.ts `state` states them. */
-const existsAt = (r: Row, t: number) => r.found_at.some((f) => f <= t);
-const openAt = (r: Row, t: number) => r.found_at.some((f, i) => f <= t && t < r.fixed_at[i]!);
+const existsAt = (r: Row, t: number) => r.found_at[0] !== undefined && r.found_at[0] <= t;
+/** The start of the period OPEN at t, or undefined. */
+function openSince(r: Row, t: number): number | undefined {
+  for (let i = r.found_at.length - 1; i >= 0; i--) {
+    const f = r.found_at[i]!;
+    if (f <= t && t < r.fixed_at[i]!) return f;
+  }
+  return undefined;
+}
 
 /** `statusAndTime` of src/filters/sql.ts with atDate or a range, on one finding. */
 function selectedAt(r: Row, status: 'OPEN' | 'FIXED', f: ShareTimes, now: number): boolean {
   if (f.atDate !== undefined) {
     const t = clampAt(f.atDate);
-    return status === 'OPEN' ? openAt(r, t) : existsAt(r, t) && !openAt(r, t);
+    const open = openSince(r, t) !== undefined;
+    return status === 'OPEN' ? open : existsAt(r, t) && !open;
   }
   const from = clampTime(f.minDate ?? 0);
   if (status === 'OPEN') {
@@ -108,28 +116,57 @@ function selectedAt(r: Row, status: 'OPEN' | 'FIXED', f: ShareTimes, now: number
   return last >= 0 && r.fixed_at[last]! >= from && r.fixed_at[last]! <= end;
 }
 
+/** Computed on first use, then kept: a share is asked for a few of its parts. */
+function once<T>(make: () => T): () => T {
+  let value: T | undefined;
+  let made = false;
+  return () => {
+    if (!made) {
+      value = make();
+      made = true;
+    }
+    return value as T;
+  };
+}
+
 /** The share of the suppressed findings in `rows` (one selection's), given their targets' highest open severities before and after. */
 function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Severity | undefined }>): Share {
-  const sums = new Map<string, number>();
-  const assets = zeroBySeverity();
-  const targets = new Set<string>();
   let latest = 0;
-  for (const r of rows) {
-    const sum = (column: Summed, n: number) => sums.set(`${r.severity}:${column}`, (sums.get(`${r.severity}:${column}`) ?? 0) + n);
-    sum(r.status === 'OPEN' ? 'open' : 'fixed', 1);
-    sum('ttr_sum', r.ttr_sum);
-    sum('ttr_count', r.ttr_count);
-    latest = Math.max(latest, r.latest_at);
-    const h = highest.get(r.target_id);
-    if (h && !targets.has(r.target_id)) {
-      targets.add(r.target_id);
-      assets[h.before] -= 1;
-      if (h.after) assets[h.after] += 1;
+  for (const r of rows) latest = Math.max(latest, r.latest_at);
+  const bySeverity = once(() => {
+    const out = Object.fromEntries(SEVERITIES.map((s) => [s, [] as Row[]])) as BySeverity<Row[]>;
+    for (const r of rows) out[r.severity].push(r);
+    return out;
+  });
+  const sums = once(() => {
+    const out = Object.fromEntries(SEVERITIES.map((s) => [s, { open: 0, fixed: 0, ttr_sum: 0, ttr_count: 0 }])) as BySeverity<
+      Record<Summed, number>
+    >;
+    for (const r of rows) {
+      const sum = out[r.severity];
+      sum[r.status === 'OPEN' ? 'open' : 'fixed'] += 1;
+      sum.ttr_sum += r.ttr_sum;
+      sum.ttr_count += r.ttr_count;
     }
-  }
+    return out;
+  });
+  const assets = once(() => {
+    const out = zeroBySeverity();
+    const targets = new Set<string>();
+    for (const r of rows) {
+      const h = highest.get(r.target_id);
+      if (!h || targets.has(r.target_id)) continue;
+      targets.add(r.target_id);
+      out[h.before] -= 1;
+      if (h.after) out[h.after] += 1;
+    }
+    return out;
+  });
   return {
-    sums: (severity, column) => sums.get(`${severity}:${column}`) ?? 0,
-    assets,
+    sums: (severity, column) => sums()[severity][column],
+    get assets() {
+      return assets();
+    },
     latest,
     countsAt: (status, f, now) => {
       const out = zeroBySeverity();
@@ -142,11 +179,12 @@ function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Se
         periods: number;
       }>;
       for (const r of rows) {
-        r.fixed_at.forEach((x, i) => {
-          if (x < from || x >= to) return;
+        for (let i = 0; i < r.fixed_at.length; i++) {
+          const x = r.fixed_at[i]!;
+          if (x < from || x >= to) continue;
           out[r.severity].hours += hours(x - r.found_at[i]!);
           out[r.severity].periods += 1;
-        });
+        }
       }
       return out;
     },
@@ -154,24 +192,29 @@ function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Se
       const out = new Map<number, number>();
       for (const r of rows) {
         if (!existsAt(r, t)) continue;
-        add(out, hours(r.found_at.reduce((sum, f, i) => (f <= t ? sum + Math.min(r.fixed_at[i]!, t) - f : sum), 0)));
+        let seconds = 0;
+        for (let i = 0; i < r.found_at.length; i++) {
+          const f = r.found_at[i]!;
+          if (f <= t) seconds += Math.min(r.fixed_at[i]!, t) - f;
+        }
+        add(out, hours(seconds));
       }
       return out;
     },
     currentExposuresAt: (t) => {
       const out = new Map<number, number>();
       for (const r of rows) {
-        const since = r.found_at.filter((f, i) => f <= t && t < r.fixed_at[i]!);
-        if (since.length > 0) add(out, hours(t - Math.max(...since)));
+        const since = openSince(r, t);
+        if (since !== undefined) add(out, hours(t - since));
       }
       return out;
     },
     slaAt: (severity, t, fixedWhen, policy) => {
       const allowed = slaSeconds(policy, severity);
       const out = { open: 0, breached: 0, fixed: 0, fixed_within: 0 };
-      for (const r of rows) {
-        if (r.severity !== severity) continue;
-        r.found_at.forEach((f, i) => {
+      for (const r of bySeverity()[severity]) {
+        for (let i = 0; i < r.found_at.length; i++) {
+          const f = r.found_at[i]!;
           const x = r.fixed_at[i]!;
           if (f <= t && t < x) {
             out.open += 1;
@@ -181,7 +224,7 @@ function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Se
             out.fixed += 1;
             if (allowed !== undefined && x <= f + allowed) out.fixed_within += 1;
           }
-        });
+        }
       }
       return out;
     },
@@ -232,15 +275,25 @@ export async function sharesOf(store: Store, table: string, changes: number): Pr
     r.ttr_count = Number(r.ttr_count);
   }
   const highest = await highestOpen(store, rows, changes);
-  const byTeam = new Map<string, Share>();
+  // Each team's rows, so that a selection within a team reads only them.
+  const teamRows = new Map<string, Row[]>();
+  for (const r of rows) {
+    for (const team of r.teams) {
+      const list = teamRows.get(team);
+      if (list) list.push(r);
+      else teamRows.set(team, [r]);
+    }
+  }
+  const plainShares = new Map<string, Share>();
   return (selection) => {
+    const within = selection.team === undefined ? rows : (teamRows.get(selection.team) ?? []);
     const plain = Object.entries(selection).every(([key, value]) => key === 'team' || value === undefined);
-    if (!plain) return shareOf(rows.filter(selects(selection)), highest);
+    if (!plain) return shareOf(within.filter(selects({ ...selection, team: undefined })), highest);
     const key = selection.team ?? '';
-    let share = byTeam.get(key);
+    let share = plainShares.get(key);
     if (!share) {
-      share = shareOf(selection.team === undefined ? rows : rows.filter(selects(selection)), highest);
-      byTeam.set(key, share);
+      share = shareOf(within, highest);
+      plainShares.set(key, share);
     }
     return share;
   };
