@@ -48,6 +48,11 @@ export interface Share {
    * §7.7 (a target leaves its highest severity, and lands on the next one left, if any).
    */
   readonly assets: BySeverity<number>;
+  /**
+   * Of everything, without filters only: per issue the suppressed findings OPEN and FIXED, and the
+   * issues none of whose findings is left (SPEC §7.3 lists an issue with a counted finding).
+   */
+  issues?: IssueShare;
   /** The latest instant of the suppressed findings (epoch seconds): a share at now needs now > latest. */
   latest: number;
   /** By severity, those `statusAndTime` (src/filters/sql.ts) selects with atDate or a range. */
@@ -62,10 +67,16 @@ export interface Share {
   slaAt: (severity: Severity, t: number, fixedWhen: (fixedAt: number) => boolean, policy: SlaPolicy) => SlaShare;
 }
 
+export interface IssueShare {
+  less: Map<string, { open: number; fixed: number }>;
+  gone: string[];
+}
+
 /** One suppressed finding, as the copy holds it. */
 interface Row {
   teams: string[];
   target_id: string;
+  issue_id: string;
   score: number;
   labels: string[];
   severity: Severity;
@@ -258,7 +269,7 @@ const selects = (s: ShareSelection) => (r: Row) =>
  */
 export async function sharesOf(store: Store, table: string, changes: number): Promise<(selection: ShareSelection) => Share> {
   const rows = await store.query<Row>(
-    `SELECT c.teams AS teams, toString(c.target_id) AS target_id, c.score AS score, ifNull(i.labels, []) AS labels,
+    `SELECT c.teams AS teams, toString(c.target_id) AS target_id, toString(c.issue_id) AS issue_id, c.score AS score, ifNull(i.labels, []) AS labels,
             toString(c.severity) AS severity, toString(c.status) AS status,
             toUnixTimestamp(c.first_found_at) AS first_found_at, toUnixTimestamp(c.last_found_at) AS last_found_at,
             c.closed_exposure AS closed_exposure, c.ttr_sum AS ttr_sum, c.ttr_count AS ttr_count,
@@ -275,6 +286,7 @@ export async function sharesOf(store: Store, table: string, changes: number): Pr
     r.ttr_count = Number(r.ttr_count);
   }
   const highest = await highestOpen(store, rows, changes);
+  const issues = await issuesLeft(store, rows, changes);
   // Each team's rows, so that a selection within a team reads only them.
   const teamRows = new Map<string, Row[]>();
   for (const r of rows) {
@@ -292,11 +304,33 @@ export async function sharesOf(store: Store, table: string, changes: number): Pr
     const key = selection.team ?? '';
     let share = plainShares.get(key);
     if (!share) {
-      share = shareOf(within, highest);
+      share = { ...shareOf(within, highest), ...(selection.team === undefined ? { issues } : {}) };
       plainShares.set(key, share);
     }
     return share;
   };
+}
+
+/** Each issue's suppressed findings by status, and the issues they leave without a counted finding (its counters, migration 0011). */
+async function issuesLeft(store: Store, rows: Row[], changes: number): Promise<IssueShare> {
+  const less = new Map<string, { open: number; fixed: number }>();
+  for (const r of rows) {
+    const counts = less.get(r.issue_id) ?? { open: 0, fixed: 0 };
+    counts[r.status === 'OPEN' ? 'open' : 'fixed'] += 1;
+    less.set(r.issue_id, counts);
+  }
+  if (less.size === 0) return { less, gone: [] };
+  // Aliased apart from issue_id: an alias of that name would be what WHERE compares.
+  const counters = await store.query<{ issue: string; open: number; fixed: number }>(
+    `SELECT toString(issue_id) AS issue, sum(open) AS open, sum(fixed) AS fixed
+     FROM issue_finding_counts WHERE issue_id IN {issues:Array(UUID)} GROUP BY issue`,
+    { issues: [...less.keys()] },
+    { unchangedSince: changes },
+  );
+  const gone = counters
+    .filter((c) => Number(c.open) + Number(c.fixed) - less.get(c.issue)!.open - less.get(c.issue)!.fixed <= 0)
+    .map((c) => c.issue);
+  return { less, gone };
 }
 
 /** Each target with suppressed OPEN findings: its highest open severity by its counters, and without them. */

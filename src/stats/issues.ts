@@ -33,21 +33,36 @@ interface IssueCounts {
  * Without filters every finding not suppressed counts: the page and its total come from the
  * per-issue counters (migration 0011, one row per issue) in one statement, less the suppressed
  * findings (the counters know nothing of decisions), then the page's issues are looked up by id.
+ * With a share of them at hand (src/decisions/suppressed-shares.ts) the statement leaves out the
+ * issues they leave without a counted finding and the page's counts are taken after it; else the
+ * statement subtracts their rows.
  */
-function perIssue(suppressed: SuppressedRows | undefined): string {
+function perIssue(suppressed: SuppressedRows | undefined): { counts: string; params: Record<string, unknown> } {
+  const share = suppressed?.share?.issues;
+  if (share) {
+    return {
+      counts: `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n
+               FROM issue_finding_counts WHERE issue_id NOT IN {supGone:Array(UUID)}
+               GROUP BY issue_id HAVING open_n + fixed_n > 0)`,
+      params: { supGone: share.gone },
+    };
+  }
   const minus = suppressed
     ? `UNION ALL
        SELECT issue_id, -toInt64(status = 'OPEN') AS open, -toInt64(status = 'FIXED') AS fixed
        FROM ${suppressed.from} ${whereClause(suppressed.scope)}`
     : '';
-  return `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n
-           FROM (SELECT issue_id, open, fixed FROM issue_finding_counts ${minus})
-           GROUP BY issue_id HAVING open_n + fixed_n > 0)`;
+  return {
+    counts: `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n
+             FROM (SELECT issue_id, open, fixed FROM issue_finding_counts ${minus})
+             GROUP BY issue_id HAVING open_n + fixed_n > 0)`,
+    params: { ...suppressed?.scope.params },
+  };
 }
 
 async function currentIssueStats(store: Store, page: Paging, suppressed: SuppressedRows | undefined): Promise<PageOf<IssueStatBody>> {
-  const counts = perIssue(suppressed);
-  const params = { ...suppressed?.scope.params };
+  const { counts, params } = perIssue(suppressed);
+  const less = suppressed?.share?.issues?.less;
   const options = suppressed?.options;
   const counted = pageCanHoldRows(page)
     ? await store.query<IssueCounts & { page_total: number }>(
@@ -73,7 +88,8 @@ async function currentIssueStats(store: Store, page: Paging, suppressed: Suppres
   // Claims are written before findings (src/ingest), so every counted issue is stored.
   const rows = counted.flatMap((c) => {
     const issue = issues.get(c.id);
-    return issue ? [{ ...issue, open: c.open, fixed: c.fixed }] : [];
+    const taken = less?.get(c.id);
+    return issue ? [{ ...issue, open: Number(c.open) - (taken?.open ?? 0), fixed: Number(c.fixed) - (taken?.fixed ?? 0) }] : [];
   });
   return { rows, pagination: pagination(page, total) };
 }
