@@ -13,7 +13,7 @@ import { DataChanged } from '../src/storage/store-errors.js';
 import { epoch } from './support/api.js';
 import { METRICS_SECRET, metricsToken, putDecision } from './support/metrics.js';
 import { json, startTestService, type TestService } from './support/service.js';
-import { C, H, I, M, SLA_NOW, SLA_REPORTS, SLA_TARGETS, scan, slaFinding, TEAM_X, TEAM_Y } from './support/sla-history.js';
+import { C, H, I, L, M, SLA_NOW, SLA_REPORTS, SLA_TARGETS, scan, slaFinding, TEAM_X, TEAM_Y } from './support/sla-history.js';
 
 /**
  * Additive statistics (and the counts per value exposure percentiles are read from) subtract the findings suppressed at their reference instant (SPEC §12.3),
@@ -33,8 +33,10 @@ const decide = (finding: string, body: unknown) => json(putDecision(svc.metricsA
 beforeAll(async () => {
   svc = await startTestService({ now: () => clock, env: { JWT_SECRET: METRICS_SECRET } });
   for (const [identifier, teams] of Object.entries(SLA_TARGETS)) await json(svc.postJson('/targets', { identifier, teams }), 201);
-  // s4's medium is also fixed on 04-10 and found again on 04-20: a period after a range's end.
-  for (const r of [...SLA_REPORTS, scan('s4', '04-10', []), scan('s4', '04-20', [M])]) await json(svc.postJson('/checks', r), 202);
+  // s4's medium is also fixed on 04-10 and found again on 04-20: a period after a range's end; s5's
+  // low is found again on 05-01 with a medium: two findings open since the same instant.
+  const more = [scan('s4', '04-10', []), scan('s4', '04-20', [M]), scan('s5', '05-01', [L, M])];
+  for (const r of [...SLA_REPORTS, ...more]) await json(svc.postJson('/checks', r), 202);
   await svc.settle();
   // Decided on 03-15: the high on s3 (fixed twice), the medium on s4 (in both teams).
   await decide(slaFinding('s3', H), { decision: 'accepted_risk', reason: 'Compensating control.', expires_at: '2024-09-01T00:00:00Z' });
@@ -43,6 +45,9 @@ beforeAll(async () => {
   clock = now - 86_400;
   await decide(slaFinding('s1', C), { decision: 'false_positive', reason: 'Scanner misread the banner.' });
   await decide(slaFinding('s7', I), { decision: 'accepted_risk', reason: 'Lab host.', expires_at: '2024-07-01T00:00:00Z' });
+  // Both findings of s5 (same exposure), and s8's high, breached exactly at now (no team).
+  for (const v of [L, M]) await decide(slaFinding('s5', v), { decision: 'false_positive', reason: 'Decommissioned port.' });
+  await decide(slaFinding('s8', H), { decision: 'accepted_risk', reason: 'Fix scheduled.', expires_at: '2024-06-15T00:00:00Z' });
   clock = now;
 });
 afterAll(() => svc.close());
@@ -131,10 +136,15 @@ describe('suppressed findings subtracted from additive statistics (SPEC §12.3)'
     await fromCopy({});
     const left = await additive({});
     const all = await additive({ includeSuppressed: true });
-    // Open now: the critical on s1 and the informational on s7 are suppressed; s4's medium too.
+    // Open now: the critical on s1 and the informational on s7 are suppressed; s4's and s5's
+    // mediums, s5's low and s8's high too.
     expect(all.open.critical - left.open.critical).toBe(1);
-    expect(all.open.medium - left.open.medium).toBe(1);
+    expect(all.open.medium - left.open.medium).toBe(2);
+    expect(all.open.low - left.open.low).toBe(1);
+    expect(all.open.high - left.open.high).toBe(1);
     expect(all.open.informational - left.open.informational).toBe(1);
+    // s8 is breached exactly at now.
+    expect(all.sla.breached.high - left.sla.breached.high).toBe(1);
     // s3's high: two periods of 30 d (720 h) and 45 d (1,080 h) leave MTTR.
     expect(all.sla.fixed.high - left.sla.fixed.high).toBe(2);
     expect(left.mttr.high).toBe(0);

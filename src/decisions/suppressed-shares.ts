@@ -65,6 +65,8 @@ export interface Share {
   currentExposuresAt: (t: number) => Map<number, number>;
   /** §12.2 at t of the suppressed findings of a severity, their closed periods counted where `fixedWhen`. */
   slaAt: (severity: Severity, t: number, fixedWhen: (fixedAt: number) => boolean, policy: SlaPolicy) => SlaShare;
+  /** The same at t > latest, every closed period counted: from each severity's sorted instants and durations. */
+  slaNow: (severity: Severity, t: number, policy: SlaPolicy) => SlaShare;
 }
 
 export interface IssueShare {
@@ -93,6 +95,32 @@ interface Row {
 }
 
 const hours = (seconds: number) => Math.trunc(seconds / 3600);
+
+/** How many of the ascending `values` are at most `bound`. */
+function atMost(values: Float64Array, bound: number): number {
+  let lo = 0;
+  let hi = values.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (values[mid]! <= bound) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+const sorted = (values: number[]) => Float64Array.from(values).sort();
+
+/** Adds `value(x)` for each x of `xs`, whose values come in order: equal ones are counted in a run. */
+function addRuns(histogram: Map<number, number>, xs: Float64Array, value: (x: number) => number): void {
+  let i = 0;
+  while (i < xs.length) {
+    const v = value(xs[i]!);
+    let n = 1;
+    while (i + n < xs.length && value(xs[i + n]!) === v) n++;
+    histogram.set(v, (histogram.get(v) ?? 0) + n);
+    i += n;
+  }
+}
 
 function add(histogram: Map<number, number>, value: number): void {
   histogram.set(value, (histogram.get(value) ?? 0) + 1);
@@ -173,6 +201,25 @@ function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Se
     }
     return out;
   });
+  // At an instant after every instant of the rows: each OPEN finding is open since its last start
+  // and every closed period has ended, so sorted values answer in a pass over distinct values.
+  const atNow = once(() => {
+    const open = rows.filter((r) => r.status === 'OPEN');
+    const closed = (r: Row) => r.fixed_at.flatMap((x, i) => (x === NEVER ? [] : [x - r.found_at[i]!]));
+    const fixedTotals = new Map<number, number>();
+    for (const r of rows) if (r.status === 'FIXED') add(fixedTotals, hours(r.closed_exposure));
+    return {
+      // Descending starts: ascending exposures.
+      starts: sorted(open.map((r) => r.last_found_at)).reverse(),
+      // closed_exposure − start: a total exposure at t is hours(t + offset), ascending with it.
+      offsets: sorted(open.map((r) => r.closed_exposure - r.last_found_at)),
+      fixedTotals,
+      opened: Object.fromEntries(
+        SEVERITIES.map((s) => [s, sorted(open.filter((r) => r.severity === s).map((r) => r.last_found_at))]),
+      ) as BySeverity<Float64Array>,
+      durations: Object.fromEntries(SEVERITIES.map((s) => [s, sorted(bySeverity()[s].flatMap(closed))])) as BySeverity<Float64Array>,
+    };
+  });
   return {
     sums: (severity, column) => sums()[severity][column],
     get assets() {
@@ -200,6 +247,12 @@ function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Se
       return out;
     },
     totalExposuresAt: (t) => {
+      if (t > latest) {
+        const { fixedTotals, offsets } = atNow();
+        const out = new Map(fixedTotals);
+        addRuns(out, offsets, (c) => hours(t + c));
+        return out;
+      }
       const out = new Map<number, number>();
       for (const r of rows) {
         if (!existsAt(r, t)) continue;
@@ -213,6 +266,11 @@ function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Se
       return out;
     },
     currentExposuresAt: (t) => {
+      if (t > latest) {
+        const out = new Map<number, number>();
+        addRuns(out, atNow().starts, (f) => hours(t - f));
+        return out;
+      }
       const out = new Map<number, number>();
       for (const r of rows) {
         const since = openSince(r, t);
@@ -239,8 +297,21 @@ function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Se
       }
       return out;
     },
+    slaNow: (severity, t, policy) => {
+      const allowed = slaSeconds(policy, severity);
+      const { opened, durations } = atNow();
+      return {
+        open: opened[severity].length,
+        breached: allowed === undefined ? 0 : atMost(opened[severity], t - allowed),
+        fixed: durations[severity].length,
+        fixed_within: allowed === undefined ? 0 : atMost(durations[severity], allowed),
+      };
+    },
   };
 }
+
+/** Filtered selections whose shares a copy keeps. */
+const SELECTIONS_KEPT = 64;
 
 /** A selection of suppressed findings the copy can tell (each part narrows it). */
 export interface ShareSelection {
@@ -297,10 +368,21 @@ export async function sharesOf(store: Store, table: string, changes: number): Pr
     }
   }
   const plainShares = new Map<string, Share>();
+  const selected = new Map<string, Share>();
   return (selection) => {
     const within = selection.team === undefined ? rows : (teamRows.get(selection.team) ?? []);
     const plain = Object.entries(selection).every(([key, value]) => key === 'team' || value === undefined);
-    if (!plain) return shareOf(within.filter(selects({ ...selection, team: undefined })), highest);
+    if (!plain) {
+      // A selection's share, like a team's, is of this state: kept for the next request of it (a few).
+      const key = JSON.stringify(selection);
+      let share = selected.get(key);
+      if (!share) {
+        if (selected.size >= SELECTIONS_KEPT) selected.clear();
+        share = shareOf(within.filter(selects({ ...selection, team: undefined })), highest);
+        selected.set(key, share);
+      }
+      return share;
+    }
     const key = selection.team ?? '';
     let share = plainShares.get(key);
     if (!share) {

@@ -1,5 +1,5 @@
 import { referenceInstant, shareAtNow, signed, signedRows, withSuppressedRows } from '../decisions/suppression.js';
-import type { Share } from '../decisions/suppressed-shares.js';
+import type { SlaShare } from '../decisions/suppressed-shares.js';
 import { NEVER } from '../domain/time.js';
 import { SEVERITIES, type BySeverity, type Severity } from '../domain/severity.js';
 import { clampAt, clampTime, findingsIn, labelsAndScores, merge, type Sql, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
@@ -75,7 +75,8 @@ export async function slaStats(store: Store, f: StatFilters, now: number, policy
       sql.params,
       suppressed?.options,
     );
-    return share ? lessShare(found, share, at, ranged ? (x) => x >= from && x < to : (x) => x < at, policy) : found;
+    const fixedThen = ranged ? (x: number) => x >= from && x < to : (x: number) => x < at;
+    return share ? lessShare(found, (severity) => share.slaAt(severity, at, fixedThen, policy)) : found;
   });
   return summarise(found, policy);
 }
@@ -118,8 +119,7 @@ async function slaNow(store: Store, f: StatFilters, now: number, policy: SlaPoli
       suppressed?.options,
     );
     if (found.some((r) => Number(r.ahead) !== 0)) return undefined;
-    const at = clampAt(now);
-    return share ? lessShare(found, share, at, (x) => x < at, policy) : found;
+    return share ? lessShare(found, (severity) => share.slaNow(severity, clampAt(now), policy)) : found;
   });
   return found;
 }
@@ -128,10 +128,10 @@ async function slaNow(store: Store, f: StatFilters, now: number, policy: SlaPoli
  * A statement's counts less a share's (src/decisions/suppressed-shares.ts), for every severity: a
  * share counting findings the statement did not would show, not vanish.
  */
-function lessShare(found: Row[], share: Share, at: number, fixedWhen: (x: number) => boolean, policy: SlaPolicy): Row[] {
+function lessShare(found: Row[], shareOf: (severity: Severity) => SlaShare): Row[] {
   return SEVERITIES.map((severity) => {
     const r = found.find((x) => x.severity === severity);
-    const less = share.slaAt(severity, at, fixedWhen, policy);
+    const less = shareOf(severity);
     return {
       severity,
       open: Number(r?.open ?? 0) - less.open,
