@@ -25,7 +25,7 @@ const opening = report({
 let receiver: Receiver;
 let clean: TestService;
 let crashing: TestService;
-const faults: { crashAfter: WriteStep; times: number } = { crashAfter: 'sources', times: 0 };
+const faults: { crashAfter: WriteStep; times: number; unqueued: number } = { crashAfter: 'sources', times: 0, unqueued: 0 };
 
 async function subscribe(svc: TestService, path: string) {
   const res = await fetch(`${svc.metricsApiUrl}/api/v1/webhooks`, {
@@ -71,5 +71,27 @@ describe('a batch whose process dies after the commit, before its events are enq
         .sort();
     expect(events('/crashing')).toEqual(events('/clean'));
     expect(events('/clean').map((e) => e[1])).toEqual(['finding.opened', 'finding.opened']);
+  }, 90_000);
+});
+
+describe('a batch committed while the notifications queue refuses its events', () => {
+  it('fails its jobs as transient; their retry sends the events a clean run sends, with the same ids', async () => {
+    const fixing = report({ check_id: 'rec-2', target: 'recovery.example.com', end_time: '2024-02-02 10:00:00', vulnerabilities: [] });
+    await json(clean.postJson('/checks', fixing), 202);
+    faults.unqueued = 1; // the next committed batch's events are refused
+    const { job_id } = await json(crashing.postJson('/checks', fixing), 202);
+    await Promise.all([clean.settle(), crashing.settle()]);
+    const job = await crashing.queue!.getJob(job_id);
+    expect(job!.attemptsStarted).toBe(2);
+    expect(faults.unqueued).toBe(0);
+
+    const fixed = (path: string) => receiver.on(path).filter((r) => r.body.type === 'finding.fixed');
+    await receiver.until(() => fixed('/clean').length >= 2 && fixed('/crashing').length >= 2);
+    const events = (path: string) =>
+      fixed(path)
+        .map((r) => [r.body.id, r.body.finding.id])
+        .sort();
+    expect(events('/crashing')).toEqual(events('/clean'));
+    expect(events('/clean')).toHaveLength(2);
   }, 90_000);
 });

@@ -52,15 +52,17 @@ export interface BatcherOptions {
   /** Called after each committed batch (the data version bump). */
   onCommitted?: (result: BatchResult) => Promise<void>;
   /**
-   * Called after each committed batch, before its jobs complete (so a crash before it ends leaves
-   * them to a retry, in recovery mode): emits the batch's notifications (src/notifications/batch-events.ts).
+   * Called after each committed batch, before its jobs complete (so a crash before it ends, or its
+   * failure, leaves them to a retry, in recovery mode): emits the batch's notifications
+   * (src/notifications/batch-events.ts).
    */
   notify?: (result: BatchResult, batch: { recovery: boolean; reports: NormalizedReport[] }) => Promise<void>;
   /**
    * Test hooks: the next `times` batches crash after writing `step`; a batch holding a report
-   * that `poison` picks fails before its first write, as a store refusing that report would.
+   * that `poison` picks fails before its first write, as a store refusing that report would; the
+   * notifications of the next `unqueued` committed batches fail as a queue refusing them would.
    */
-  faults?: { crashAfter: WriteStep; times: number; poison?: (report: NormalizedReport) => boolean };
+  faults?: { crashAfter: WriteStep; times: number; poison?: (report: NormalizedReport) => boolean; unqueued?: number };
 }
 
 interface Entry {
@@ -251,9 +253,20 @@ export class ReportBatcher {
     // a process that died (a failure in this one rewrites them in applyIsolating).
     if (result.counts.statusChanges > 0 || recovery) await this.opts.totals.request();
     await this.opts.onCommitted?.(result).catch((err) => log.warn('post-commit hook failed', { err }));
-    await this.opts
-      .notify?.(result, { recovery, reports: entries.map((e) => e.report) })
-      .catch((err) => log.warn('emitting the batch notifications failed', { err }));
+    try {
+      if (this.opts.faults?.unqueued) {
+        this.opts.faults.unqueued -= 1;
+        throw new Error('injected failure: the notifications queue refused the batch');
+      }
+      await this.opts.notify?.(result, { recovery, reports: entries.map((e) => e.report) });
+    } catch (err) {
+      // Stored, but its events are not queued: the jobs fail as transient, and their retry, in
+      // recovery mode, finds the reports stored and describes their findings' current state again
+      // (the same event ids), so no event is lost while Redis comes back within the jobs' attempts.
+      log.warn('emitting the batch notifications failed; its jobs will be retried to emit them', { jobs: entries.length, err });
+      for (const e of entries) e.reject(err);
+      return;
+    }
     for (const [i, e] of entries.entries()) e.resolve({ outcome: result.outcomes[i]! });
   }
 }
