@@ -47,6 +47,10 @@ export function batchNotifier(queue: Queue, timeoutMs = 2000) {
     if (batch.recovery) {
       for (const r of batch.reports) describe.set(`${r.targetId}/${r.familyId}`, { targetId: r.targetId, familyId: r.familyId });
     }
-    await enqueueEvents(queue, batchStatusEvents(result), { describe: [...describe.values()], timeoutMs });
+    const source = batch.reports
+      .map((r) => `${r.targetId}/${r.instance}`)
+      .sort()
+      .join(',');
+    await enqueueEvents(queue, batchStatusEvents(result), { describe: [...describe.values()], timeoutMs, source });
   };
 }

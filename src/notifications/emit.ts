@@ -21,11 +21,15 @@ export function notificationsQueue(connection: Redis, names: RedisNames): Queue 
   return queue;
 }
 
-/** The same events (a retried batch) make the same dispatch job: dropped while it is kept. */
-function dispatchId(job: DispatchJob): string {
+/**
+ * The same events from the same source (a retried batch: `source`, its reports) make the same
+ * dispatch job: dropped while it is kept. Without the source, two recoveries of the same target and
+ * family — a job retried, and later another — would make the same job, and the second be dropped.
+ */
+function dispatchId(job: DispatchJob, source: string): string {
   const ids = job.events.map((e) => e.id).sort();
   const pairs = (job.describe ?? []).map((p) => `${p.targetId}/${p.familyId}`).sort();
-  return `dispatch_${hash('sha1', JSON.stringify([ids, pairs]), 'hex')}`;
+  return `dispatch_${hash('sha1', JSON.stringify([ids, pairs, source]), 'hex')}`;
 }
 
 /**
@@ -35,7 +39,7 @@ function dispatchId(job: DispatchJob): string {
 export async function enqueueEvents(
   queue: Queue,
   events: NotificationEvent[],
-  opts: { describe?: DispatchJob['describe']; timeoutMs?: number } = {},
+  opts: { describe?: DispatchJob['describe']; timeoutMs?: number; source?: string } = {},
 ): Promise<void> {
   const job: DispatchJob = { events, describe: opts.describe ?? [] };
   if (job.events.length === 0 && job.describe!.length === 0) return;
@@ -44,7 +48,7 @@ export async function enqueueEvents(
     timer = setTimeout(() => reject(new Error(`no answer from Redis within ${opts.timeoutMs ?? 5000} ms`)), opts.timeoutMs ?? 5000);
   });
   try {
-    await Promise.race([queue.add('dispatch', job, { ...dispatchJobOptions, jobId: dispatchId(job) }), timeout]);
+    await Promise.race([queue.add('dispatch', job, { ...dispatchJobOptions, jobId: dispatchId(job, opts.source ?? '') }), timeout]);
   } finally {
     clearTimeout(timer);
   }
