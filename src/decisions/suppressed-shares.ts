@@ -5,25 +5,26 @@ import { slaSeconds, type SlaPolicy } from '../sla/policy.js';
 import type { Store } from '../storage/gateway.js';
 
 /**
- * What the findings suppressed in one state of the data take from the current statistics of a
- * selection, made from the copy of their rows (suppressed-rows.ts) and of that state. A current
- * statistic whose selection the copy can tell — teams, exact identifiers, score bounds, labels —
- * then runs the statement of a store without decisions, bound to the copy's state, and takes its
- * share from the answer: the engine plans and runs nothing more (a second branch costs it 2–3 ms
- * whatever its size, a joinGet about 0.5 ms; bench/HISTORY.md).
+ * What the findings suppressed in one state of the data take from the statistics of a selection,
+ * made from the copy of their rows (suppressed-rows.ts) and of that state. A statistic whose
+ * selection the copy can tell — teams, exact identifiers, score bounds, labels; current, at an
+ * atDate or over a range — then runs the statement of a store without decisions, bound to the
+ * copy's state, and takes its share from the answer, evaluated here as src/filters/sql.ts and
+ * src/sla/sql.ts state the conditions: the engine plans and runs nothing more (a second branch
+ * costs it 2–3 ms whatever its size, a joinGet about 0.5 ms; bench/HISTORY.md).
  *
- * The share of one team, or of everything, without filters is counted once per state; any other
- * selection's is counted when asked, over the suppressed findings it selects (a pass over at most
- * as many rows as there are decisions). The targets' highest open severities before and after the
- * suppression are read once, from their counters, with the copy.
+ * The share of one team, or of everything, without filters is counted once per state; another
+ * selection's when first asked, over the suppressed findings it selects, and kept with the state.
+ * What depends on the instant is counted per request. The targets' highest open severities before
+ * and after the suppression, and the issues left without a counted finding, are read once, from
+ * their counters, with the copy.
  *
  * The shares at "now" are exact while every instant of the suppressed findings is before now
  * (`latest`), as the statements' own shortcuts at now are (src/filters/sql.ts `state`, src/sla/sql.ts).
  */
 
 /** What the counters and the per-finding sums hold, summed over the suppressed findings. */
-export const SUMMED = ['open', 'fixed', 'ttr_sum', 'ttr_count'] as const;
-export type Summed = (typeof SUMMED)[number];
+export type Summed = 'open' | 'fixed' | 'ttr_sum' | 'ttr_count';
 
 /** SPEC §12.2's counts of the suppressed findings, by severity. */
 export interface SlaShare {
