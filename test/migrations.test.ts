@@ -90,6 +90,16 @@ const after = [
   report({ check_id: 'c-1', target: 'c.example.com', end_time: '2024-01-04 12:00:00', vulnerabilities: [other] }),
 ];
 
+/** A migrated store holding `before`, with b.example.com in team-b and copied to its rows. */
+async function storedWithTeamB(): Promise<Store> {
+  const store = await openEmpty();
+  await migrate(store);
+  await ingest(store, before);
+  await store.insert('target_teams', [{ team: 'team-b', target_id: targetId('b.example.com'), associated_seq: 1 }]);
+  await copyAllToTeams(store);
+  return store;
+}
+
 describe('migrations on a store that holds data', () => {
   it('0011 counts the findings stored before it and those written after it', async () => {
     const store = await openEmpty();
@@ -121,11 +131,7 @@ describe('migrations on a store that holds data', () => {
   });
 
   it('0012 derives what pages show from the history stored before it and keeps it after', async () => {
-    const store = await openEmpty();
-    await migrate(store);
-    await ingest(store, before);
-    await store.insert('target_teams', [{ team: 'team-b', target_id: targetId('b.example.com'), associated_seq: 1 }]);
-    await copyAllToTeams(store);
+    const store = await storedWithTeamB();
     await rewriteTotals(store, new ProcessLocks());
     await unapply(store, 12);
     expect(await storedContext(store).catch(() => 'no tables')).toBe('no tables');
@@ -154,12 +160,8 @@ describe('migrations on a store that holds data', () => {
     expect(await storedContext(store)).toEqual(kept);
   });
 
-  it("0017 derives the closed periods' durations of the findings and team copies stored before it and after it", async () => {
-    const store = await openEmpty();
-    await migrate(store);
-    await ingest(store, before);
-    await store.insert('target_teams', [{ team: 'team-b', target_id: targetId('b.example.com'), associated_seq: 1 }]);
-    await copyAllToTeams(store);
+  it("0017 derives the closed periods' durations and the latest instant of the findings and team copies stored before it and after it", async () => {
+    const store = await storedWithTeamB();
     await unapply(store, 17);
     expect(await migrate(store)).toEqual([17]);
     /** Every stored finding version's durations and latest instant, and the same counted from its periods here. */

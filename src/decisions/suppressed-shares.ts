@@ -169,8 +169,11 @@ function once<T>(make: () => T): () => T {
   };
 }
 
-/** The share of the suppressed findings in `rows` (one selection's), given their targets' highest open severities before and after. */
-function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Severity | undefined }>): Share {
+/**
+ * The share of the suppressed findings in `rows` (one selection's), given their targets' highest
+ * open severities before and after, and (of everything, without filters) the issues' share.
+ */
+function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Severity | undefined }>, issues?: IssueShare): Share {
   let latest = 0;
   for (const r of rows) latest = Math.max(latest, r.latest_at);
   const bySeverity = once(() => {
@@ -227,6 +230,7 @@ function shareOf(rows: Row[], highest: Map<string, { before: Severity; after: Se
       return assets();
     },
     latest,
+    ...(issues ? { issues } : {}),
     countsAt: (status, f, now) => {
       const out = zeroBySeverity();
       for (const r of rows) if (selectedAt(r, status, f, now)) out[r.severity] += 1;
@@ -387,7 +391,7 @@ export async function sharesOf(store: Store, table: string, changes: number): Pr
     const key = selection.team ?? '';
     let share = plainShares.get(key);
     if (!share) {
-      share = { ...shareOf(within, highest), ...(selection.team === undefined ? { issues } : {}) };
+      share = shareOf(within, highest, selection.team === undefined ? issues : undefined);
       plainShares.set(key, share);
     }
     return share;
