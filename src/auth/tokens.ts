@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import koaJwt from 'koa-jwt';
 import { z } from 'zod';
+import { safeText } from '../domain/text.js';
 import type { ApiError } from '../errors.js';
 import type { TokenKeys } from '../metrics/keys.js';
 
@@ -23,10 +24,11 @@ export interface Caller {
 }
 
 const claims = z.object({
-  sub: z.string().min(1),
-  teams: z.array(z.string()).optional().default([]),
+  // Recorded with decisions (`by`) and compared with team ids: any text, made well formed (SPEC §5.6).
+  sub: safeText().min(1),
+  teams: z.array(safeText()).optional().default([]),
   admin: z.boolean().optional().default(false),
-  scopes: z.array(z.string()).optional().default([]),
+  scopes: z.array(safeText()).optional().default([]),
 });
 
 export const CLOCK_TOLERANCE_SECONDS = 60;

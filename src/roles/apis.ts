@@ -8,6 +8,7 @@ import { answerClientErrors } from '../http/client-errors.js';
 import { closeServer, listen } from '../http/servers.js';
 import { createMetricsApi } from '../metrics/app.js';
 import { describeKeys, tokenKeys } from '../metrics/keys.js';
+import { findingLocks } from '../locks/target-locks.js';
 import type { RoleContext, Stoppable } from './context.js';
 
 /** Stops accepting HTTP (answering the requests in flight), then the decisions' effects. */
@@ -51,6 +52,7 @@ export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppa
     cache: { redis, names },
     ...(opts.now ? { now: opts.now } : {}),
     onDecision: decisions.onChange,
+    decisionLocks: findingLocks(redis, names),
     slaPolicy: config.slaPolicy,
   });
   if (config.dbApiPort === config.metricsApiPort && config.dbApiPort !== 0) {
