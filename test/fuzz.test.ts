@@ -15,10 +15,12 @@ import {
   type FuzzContext,
   type SizeStats,
 } from './support/fuzz-requests.js';
+import { decisionProblems } from './support/fuzz-bodies.js';
 import { startTestService } from './support/service.js';
 
 /**
- * Issue 21: fuzz campaigns over every route of both APIs (test/support/fuzz-requests.ts). Hostile
+ * Issue 21: fuzz campaigns over every route of both APIs (test/support/fuzz-requests.ts; the
+ * decision, webhook and import bodies of issue 31 in test/support/fuzz-bodies.ts). Hostile
  * requests — wrong types, lone surrogates, SQL and ClickHouse parameter syntax, repeated keys, deep
  * nesting, odd numbers and dates, ids that are and are not UUIDs, percent-encoding oddities,
  * hundreds of parameters, thousands of slashes, wrong methods and media types — never get a 5xx,
@@ -86,6 +88,10 @@ describe('the fuzz campaign of both APIs', () => {
 
   it('leaves /stats/size as before but for the targets POST /targets answered 201 for', async () => {
     expect(await sizeProblem(t.db, ledger, t.before)).toBeUndefined();
+  });
+
+  it('leaves the decisions its concurrent writes made on each finding one after another: at most one unrevoked, the newest', async () => {
+    expect(await decisionProblems(t.svc.metricsApiUrl!, t.ctx.tokens.admin, t.ctx.ids.finding)).toEqual([]);
   });
 
   it('queues one job per accepted report, each the validated report (the fields of SPEC §3.2 only, any text well formed)', async () => {

@@ -1,0 +1,338 @@
+import fc from 'fast-check';
+import { decisionResponse, decisionsResponse } from '../../src/decisions/schema.js';
+import { EVENT_TYPES } from '../../src/notifications/events.js';
+import {
+  anyJson,
+  brokenBody,
+  type ContentType,
+  contentType,
+  definedEntries,
+  field,
+  type FuzzContext,
+  FuzzRequest,
+  hugeString,
+  objectText,
+  oddString,
+  percentEncode,
+  str,
+} from './fuzz-requests.js';
+
+/**
+ * Issue 31: the fuzz campaign's requests to the write surfaces beyond POST /checks and POST
+ * /targets — decisions (PUT/DELETE, the audit trail), webhook subscriptions and imports — with lone
+ * surrogates and NULs in every string, huge and repeated fields, deep nesting and wrong types.
+ * Decisions mostly aim at one finding, so a batch's concurrent requests write on it side by side;
+ * `decisionProblems` checks afterwards that they took effect one after another (SPEC §12.3).
+ *
+ * Every arbitrary is built when called: this module and fuzz-requests.ts import each other.
+ * Nothing here imports vitest: the runner uses it outside the test runner.
+ */
+
+/** What a write surface's strings hold: plain words mostly, odd strings (lone surrogates, NULs), rarely huge. */
+const text = () =>
+  fc.oneof(
+    { weight: 20, arbitrary: fc.constantFrom('x', 'The panel is a honeypot.', 'fixed in 1.2.3', 'a\u0000b', 'bad \ud83d text') },
+    { weight: 20, arbitrary: oddString },
+    { weight: 1, arbitrary: hugeString },
+  );
+
+/** The bearer of a metrics API request and what the SPEC makes it (§8.1). */
+type Bearer = { header: string | undefined; kind: 'admin' | 'member' | 'stranger' | 'refused' };
+const bearer = (ctx: FuzzContext): fc.Arbitrary<Bearer> =>
+  fc.oneof(
+    {
+      weight: 6,
+      arbitrary: fc.constantFrom(ctx.tokens.admin, ctx.tokens.oddSub).map((t) => ({ header: `Bearer ${t}`, kind: 'admin' as const })),
+    },
+    { weight: 2, arbitrary: fc.constant({ header: `Bearer ${ctx.tokens.member}`, kind: 'member' as const }) },
+    { weight: 1, arbitrary: fc.constant({ header: `Bearer ${ctx.tokens.odd}`, kind: 'stranger' as const }) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .oneof(
+          fc.constant(undefined),
+          fc.constantFrom(...ctx.tokens.refused).map((t) => `Bearer ${t}`),
+        )
+        .map((header) => ({ header, kind: 'refused' as const })),
+    },
+  );
+
+/** A JSON body at most this large reaches validation on the metrics API's write routes. */
+const METRICS_BODY_LIMIT = 64 * 1024;
+
+/** Statuses a metrics API write may answer once the caller may write: media type, size, then the rules. */
+function bodyStatuses(type: ContentType, body: string, rules: readonly number[]): readonly number[] {
+  if (!type.json) return [415];
+  if (Buffer.byteLength(body) > METRICS_BODY_LIMIT) return [413];
+  return rules;
+}
+
+const daysAhead = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString();
+
+/** A PUT decision body: every field valid, odd, absent, repeated or of another type. */
+const decisionBody = () => {
+  const decision = fc.oneof(
+    { weight: 8, arbitrary: fc.constantFrom('false_positive', 'accepted_risk').map(str) },
+    { weight: 1, arbitrary: oddString.map(str) },
+  );
+  const reason = fc.oneof(
+    { weight: 8, arbitrary: text().map(str) },
+    { weight: 1, arbitrary: fc.integer({ min: 1998, max: 2002 }).map((n) => str('r'.repeat(n))) },
+  );
+  const expires = fc.oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 1, max: 400 }).map((d) => str(daysAhead(d))) },
+    { weight: 1, arbitrary: fc.constantFrom('2024-01-01T00:00:00Z', '2999-02-30T00:00:00Z', 'tomorrow', '').map(str) },
+    { weight: 1, arbitrary: oddString.map(str) },
+  );
+  const record = fc
+    .record({
+      decision: field(decision, 20),
+      reason: field(reason, 20),
+      expires_at: field(expires, 6),
+      extra: fc.array(fc.tuple(fc.constantFrom('decision', 'reason', 'expires_at', 'by', 'id'), anyJson), { maxLength: 2 }),
+      shuffle: fc.boolean(),
+    })
+    .map(({ extra, shuffle, ...fields }) => {
+      const entries = definedEntries(fields);
+      return objectText(shuffle ? [...extra, ...entries] : [...entries, ...extra]);
+    });
+  return fc.oneof({ weight: 12, arbitrary: record }, { weight: 1, arbitrary: anyJson }, { weight: 1, arbitrary: brokenBody });
+};
+
+/** Decisions on the catalog's findings (mostly the first: concurrency on one finding), unknown ids and non-ids. */
+export function decisionRequests(ctx: FuzzContext): fc.Arbitrary<FuzzRequest> {
+  const hot = ctx.ids.finding[0]!;
+  const id = fc.oneof(
+    { weight: 8, arbitrary: fc.constant({ text: hot, known: true as boolean | undefined }) },
+    { weight: 2, arbitrary: fc.constantFrom(...ctx.ids.finding.slice(1)).map((text) => ({ text, known: undefined })) },
+    { weight: 1, arbitrary: fc.uuid().map((text) => ({ text, known: false as boolean | undefined })) },
+    { weight: 1, arbitrary: oddString.map((s) => ({ text: `zz${percentEncode(s).slice(0, 2000)}`, known: false as boolean | undefined })) },
+  );
+  return fc
+    .record({
+      id,
+      bearer: bearer(ctx),
+      method: fc.oneof(
+        { weight: 8, arbitrary: fc.constant('PUT') },
+        { weight: 2, arbitrary: fc.constant('DELETE') },
+        { weight: 1, arbitrary: fc.constant('GET') },
+      ),
+      body: decisionBody(),
+      type: contentType,
+    })
+    .map((r) => {
+      const route = r.method === 'GET' ? '/findings/{finding_id}/decisions' : '/findings/{finding_id}/decision';
+      const path = `/api/v1${route.replace('{finding_id}', r.id.text)}`;
+      const headers: Record<string, string | string[]> = {};
+      if (r.bearer.header !== undefined) headers.Authorization = r.bearer.header;
+      if (r.method === 'PUT' && r.type.value !== undefined) headers['Content-Type'] = r.type.value;
+      const body = r.method === 'PUT' ? r.body : undefined;
+      const { expect, schema } = decisionExpectation(r.method, r.id.known, r.bearer.kind, r.type, body ?? '');
+      return new FuzzRequest('metrics', `${r.method} /api/v1${route}`, r.method, path, headers, body, expect, schema);
+    });
+}
+
+/** SPEC §12.3 and §8.2's order: 401, then the finding (404 for what the caller may not see), then the body. */
+function decisionExpectation(method: string, known: boolean | undefined, who: Bearer['kind'], type: ContentType, body: string) {
+  const schema = method === 'GET' ? decisionsResponse : method === 'PUT' ? decisionResponse : undefined;
+  if (who === 'refused') return { expect: [401], schema };
+  if (known === false || who === 'stranger') return { expect: [404], schema };
+  // A member may or may not belong to the finding's teams; a catalog finding other than the first is not certain to exist.
+  const unsure = who === 'member' || known === undefined ? [404] : [];
+  if (method === 'GET') return { expect: [200, ...unsure], schema };
+  if (method === 'DELETE') return { expect: [204, 404], schema };
+  return { expect: [...bodyStatuses(type, body, [200, 422]), ...unsure], schema };
+}
+
+/** Webhook URLs: loopback only (nothing the campaign subscribes may be dialled elsewhere), or not http(s) at all. */
+const webhookUrl = () =>
+  fc.oneof(
+    {
+      weight: 6,
+      arbitrary: fc
+        .tuple(fc.constantFrom('http://127.0.0.1:1', 'https://[::1]:1', 'http://localhost:1'), fc.oneof(text(), fc.constant('')))
+        .map(([base, path]) => `${base}/${path}`),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(
+        'ftp://127.0.0.1/x',
+        'javascript:alert(1)',
+        'http://user:pass@127.0.0.1:1/',
+        'http:///x',
+        `http://127.0.0.1:1/${'p'.repeat(2040)}`,
+        'http://\ud800/',
+        '127.0.0.1:1',
+        '',
+      ),
+    },
+    { weight: 1, arbitrary: oddString },
+  );
+
+/** A POST /webhooks body (SPEC §9.1). */
+const webhookBody = (ctx: FuzzContext) => {
+  const list = (item: fc.Arbitrary<string>) =>
+    fc.oneof(
+      { weight: 6, arbitrary: fc.array(item, { maxLength: 4 }).map((xs) => `[${xs.join(',')}]`) },
+      { weight: 1, arbitrary: anyJson },
+    );
+  const team = fc.oneof(fc.constantFrom(...ctx.teams).map(str), fc.uuid().map(str), text().map(str));
+  const event = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...EVENT_TYPES).map(str) }, { weight: 1, arbitrary: text().map(str) });
+  const record = fc
+    .record({
+      url: field(webhookUrl().map(str), 10),
+      secret: field(text().map(str), 4),
+      teams: field(list(team), 3),
+      events: field(list(event), 3),
+      extra: fc.array(fc.tuple(fc.constantFrom('url', 'secret', 'teams', 'events', 'id'), anyJson), { maxLength: 2 }),
+      shuffle: fc.boolean(),
+    })
+    .map(({ extra, shuffle, ...fields }) => {
+      const entries = definedEntries(fields);
+      return objectText(shuffle ? [...extra, ...entries] : [...entries, ...extra]);
+    });
+  return fc.oneof({ weight: 12, arbitrary: record }, { weight: 1, arbitrary: anyJson }, { weight: 1, arbitrary: brokenBody });
+};
+
+/** Webhook subscriptions: made (admins only), listed, deleted. */
+export function webhookRequests(ctx: FuzzContext): fc.Arbitrary<FuzzRequest> {
+  return fc
+    .record({
+      bearer: bearer(ctx),
+      method: fc.oneof({ weight: 8, arbitrary: fc.constant('POST') }, { weight: 1, arbitrary: fc.constantFrom('GET', 'DELETE') }),
+      body: webhookBody(ctx),
+      type: contentType,
+      id: fc.oneof(
+        fc.uuid(),
+        oddString.map((s) => `zz${percentEncode(s).slice(0, 2000)}`),
+      ),
+    })
+    .map((r) => {
+      const headers: Record<string, string | string[]> = {};
+      if (r.bearer.header !== undefined) headers.Authorization = r.bearer.header;
+      if (r.method === 'POST' && r.type.value !== undefined) headers['Content-Type'] = r.type.value;
+      const route = r.method === 'DELETE' ? '/api/v1/webhooks/{id}' : '/api/v1/webhooks';
+      const path = r.method === 'DELETE' ? `/api/v1/webhooks/${r.id}` : route;
+      let expect: readonly number[];
+      if (r.bearer.kind === 'refused') expect = [401];
+      else if (r.bearer.kind !== 'admin') expect = [403];
+      else if (r.method === 'POST') expect = bodyStatuses(r.type, r.body, [201, 422]);
+      else expect = r.method === 'GET' ? [200] : [404];
+      const body = r.method === 'POST' ? r.body : undefined;
+      return new FuzzRequest('metrics', `${r.method} ${route}`, r.method, path, headers, body, expect, undefined);
+    });
+}
+
+/** A SARIF 2.1.0 document of one or two runs whose every string is fuzzed. */
+const sarifDocument = () => {
+  const s = () => field(text().map(str), 12);
+  const rule = fc
+    .record({ id: s(), name: s(), help: s(), helpUri: s(), severity: field(fc.constantFrom('"7.5"', '9.8', '"x"', '"\\ud800"'), 4) })
+    .map(
+      (r) =>
+        `{"id":${r.id ?? '"R1"'},"shortDescription":{"text":${r.name ?? 'null'}},"help":{"text":${r.help ?? '""'}},` +
+        `"helpUri":${r.helpUri ?? 'null'},"properties":{"security-severity":${r.severity ?? 'null'},"tags":["security"]}}`,
+    );
+  const result = fc
+    .record({ ruleId: s(), level: field(fc.constantFrom('error', 'warning', 'note', 'none', 'odd').map(str), 6), message: s(), uri: s() })
+    .map(
+      (r) =>
+        `{"ruleId":${r.ruleId ?? '"R1"'},"level":${r.level ?? '"error"'},"message":{"text":${r.message ?? '"m"'}},` +
+        `"locations":[{"physicalLocation":{"artifactLocation":{"uri":${r.uri ?? '"a.js"'}}}}]}`,
+    );
+  const run = fc
+    .record({
+      driver: s(),
+      rules: fc.array(rule, { maxLength: 3 }),
+      results: fc.array(result, { maxLength: 3 }),
+      end: field(fc.constant('"2024-01-05T10:00:00Z"'), 6),
+    })
+    .map(
+      (r) =>
+        `{"tool":{"driver":{"name":${r.driver ?? '"tool"'},"rules":[${r.rules.join(',')}]}},"results":[${r.results.join(',')}],` +
+        `"invocations":[{"endTimeUtc":${r.end ?? 'null'}}]}`,
+    );
+  return fc.array(run, { minLength: 1, maxLength: 2 }).map((runs) => `{"version":"2.1.0","runs":[${runs.join(',')}]}`);
+};
+
+/** A Trivy JSON document whose every string is fuzzed. */
+const trivyDocument = () => {
+  const s = () => field(text().map(str), 12);
+  const vulnerability = fc
+    .record({
+      id: s(),
+      pkg: s(),
+      version: s(),
+      title: s(),
+      severity: field(fc.constantFrom('CRITICAL', 'HIGH', 'LOW', 'UNKNOWN', 'odd').map(str), 6),
+    })
+    .map(
+      (v) =>
+        `{"VulnerabilityID":${v.id ?? '"CVE-1"'},"PkgName":${v.pkg ?? '"p"'},"InstalledVersion":${v.version ?? '"1"'},` +
+        `"Title":${v.title ?? 'null'},"Severity":${v.severity ?? '"HIGH"'}}`,
+    );
+  const result = fc
+    .record({ target: s(), vulnerabilities: fc.array(vulnerability, { maxLength: 3 }) })
+    .map((r) => `{"Target":${r.target ?? '"t"'},"Vulnerabilities":[${r.vulnerabilities.join(',')}]}`);
+  return fc
+    .record({ artifact: s(), created: field(fc.constant('"2024-01-05T10:00:00Z"'), 6), results: fc.array(result, { maxLength: 2 }) })
+    .map((d) => `{"ArtifactName":${d.artifact ?? 'null'},"CreatedAt":${d.created ?? 'null'},"Results":[${d.results.join(',')}]}`);
+};
+
+/** POST /imports/{format} with fuzzed documents, targets and times; what is accepted is queued and checked later. */
+export function importRequests(ctx: FuzzContext): fc.Arbitrary<FuzzRequest> {
+  const format = fc.constantFrom('sarif', 'trivy');
+  return fc
+    .record({
+      format,
+      document: fc.oneof(
+        { weight: 6, arbitrary: format.chain((f) => (f === 'sarif' ? sarifDocument() : trivyDocument())) },
+        { weight: 1, arbitrary: anyJson },
+        { weight: 1, arbitrary: brokenBody },
+      ),
+      target: fc.oneof(
+        { weight: 3, arbitrary: fc.constantFrom(...ctx.identifiers) },
+        { weight: 2, arbitrary: oddString },
+        { weight: 2, arbitrary: fc.constant(undefined) },
+      ),
+      type: contentType,
+    })
+    .map((r) => {
+      const query = r.target === undefined ? '' : `?target=${percentEncode(r.target)}`;
+      const headers: Record<string, string | string[]> = {};
+      if (r.type.value !== undefined) headers['Content-Type'] = r.type.value;
+      let expect: readonly number[] = [202, 400, 413];
+      if (!r.type.json) expect = [415];
+      else if (Buffer.byteLength(r.document) > ctx.maxReportBytes) expect = [413];
+      return new FuzzRequest(
+        'db',
+        `POST /imports/${r.format}`,
+        'POST',
+        `/imports/${r.format}${query}`,
+        headers,
+        r.document,
+        expect,
+        undefined,
+      );
+    });
+}
+
+/**
+ * After the campaign: on each finding, the decisions its concurrent writes made took effect one
+ * after another — at most one is unrevoked, and it is the newest (nothing expires or lapses during
+ * a campaign: expiries are days ahead and the workers are stopped). Returns what is wrong.
+ */
+export async function decisionProblems(metricsUrl: string, adminToken: string, findings: readonly string[]): Promise<string[]> {
+  const problems: string[] = [];
+  for (const id of findings) {
+    const res = await fetch(`${metricsUrl}/api/v1/findings/${id}/decisions`, { headers: { Authorization: `Bearer ${adminToken}` } });
+    if (res.status === 404) continue;
+    const { decisions } = decisionsResponse.parse(await res.json());
+    const open = decisions.filter((d) => d.revoked_at === null);
+    if (open.length > 1 || (open.length === 1 && open[0] !== decisions[0]))
+      problems.push(
+        `finding ${id}: ${open.length} of ${decisions.length} decisions unrevoked (${open.map((d) => d.created_at).join(', ')})`,
+      );
+  }
+  return problems;
+}
