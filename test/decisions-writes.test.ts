@@ -34,7 +34,8 @@ let svc: TestService;
 let finding: string;
 
 beforeAll(async () => {
-  svc = await startTestService({ now: () => clock, env: { JWT_SECRET: METRICS_SECRET } });
+  // Loopback webhook URLs are the test's own (SPEC §9.1 WEBHOOK_ALLOW_PRIVATE); none is ever dialled with success.
+  svc = await startTestService({ now: () => clock, env: { JWT_SECRET: METRICS_SECRET, WEBHOOK_ALLOW_PRIVATE: 'true' } });
   await json(svc.postJson('/targets', { identifier: 'www.example.com', teams: [TEAM_A] }), 201);
   for (const r of [worked.r1, worked.r2]) await json(svc.postJson('/checks', r), 202);
   await svc.settle();
@@ -74,6 +75,43 @@ describe('any text in a decision (SPEC §5.6)', () => {
     const made = decisionResponse.parse(await json(put({ decision: 'false_positive', reason: 'nul \u0000 inside' }, odd)));
     expect(made.decision).toMatchObject({ by: 'eve\ufffd\u0000', reason: 'nul \u0000 inside' });
     expect((await trail())[0]).toMatchObject({ by: 'eve\ufffd\u0000', reason: 'nul \u0000 inside' });
+  });
+});
+
+describe('any text on the other write surfaces of the metrics API and POST /targets (SPEC §5.6)', () => {
+  it('takes a webhook whose url and secret hold lone surrogates and NULs (201) and stores them well formed; odd teams and events are 422, not 500', async () => {
+    const body = '{"url":"http://127.0.0.1:1/hook\\ud800\\u0000x","secret":"s\\udfff\\u0000"}';
+    const made = await json(call(svc.metricsApiUrl!, 'POST', 'webhooks', ADMIN, body), 201);
+    // As given, or as a URL parser writes it (percent-encoded): well formed either way.
+    expect(['http://127.0.0.1:1/hook\ufffd\u0000x', 'http://127.0.0.1:1/hook%EF%BF%BD%00x']).toContain(made.webhook.url);
+    const [stored] = await svc.store.query<{ secret: string }>('SELECT secret FROM webhooks WHERE id = {id:UUID}', { id: made.webhook.id });
+    expect(stored?.secret).toBe('s\ufffd\u0000');
+    await json(call(svc.metricsApiUrl!, 'DELETE', `webhooks/${made.webhook.id}`, ADMIN), 204);
+    // Refused for what they are, not for their text.
+    const refused = await call(
+      svc.metricsApiUrl!,
+      'POST',
+      'webhooks',
+      ADMIN,
+      '{"url":"http://127.0.0.1:1/","teams":["\\ud800"],"events":["\\u0000"]}',
+    );
+    expect(refused.status).toBe(422);
+  });
+
+  it("reads with a token whose teams hold a lone surrogate and a NUL: the caller's teams, no 500", async () => {
+    const odd = metricsToken({ sub: 'mallory', teams: ['\ud800', '\u0000', TEAM_A] });
+    const res = await call(svc.metricsApiUrl!, 'GET', `findings/${finding}/decisions`, odd);
+    expect(res.status).toBe(200);
+  });
+
+  it('POST /targets takes lone surrogates and NULs in the identifier and teams, and shows them with U+FFFD', async () => {
+    const res = await svc.db('/targets', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{"identifier":"odd\\udc00\\u0000.example.com","teams":["team\\ud800","nul\\u0000"]}',
+    });
+    const { target } = await json(res, 201);
+    expect(target).toMatchObject({ identifier: 'odd\ufffd\u0000.example.com', teams: ['team\ufffd', 'nul\u0000'] });
   });
 });
 

@@ -61,7 +61,8 @@ async function serialized<T>(locks: Locks, findingId: string, write: () => Promi
   try {
     return await write();
   } finally {
-    await held.release();
+    // The write is done (or failed) either way; a lock that cannot be released lapses at its TTL.
+    await held.release().catch(() => {});
   }
 }
 

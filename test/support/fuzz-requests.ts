@@ -22,7 +22,8 @@ import {
   mttrStatsResponse,
   openStatsResponse,
 } from '../../src/stats/schema.js';
-import { decisionRequests, importRequests, webhookRequests } from './fuzz-bodies.js';
+import { decisionRequests, webhookRequests } from './fuzz-bodies.js';
+import { importRequests } from './fuzz-imports.js';
 import { fid, findings, I1, I2, I3, I4, I5, iid, reports, sid, T1, T2, T3, T4, TEAM_A, TEAM_B, tid } from './api-catalog.js';
 
 /**
