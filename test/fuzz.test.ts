@@ -15,7 +15,7 @@ import {
   type FuzzContext,
   type SizeStats,
 } from './support/fuzz-requests.js';
-import { decisionProblems } from './support/fuzz-bodies.js';
+import { decisionProblems, startHookReceiver } from './support/fuzz-bodies.js';
 import { startTestService } from './support/service.js';
 
 /**
@@ -58,7 +58,9 @@ async function fuzzTarget(env: Record<string, string>) {
   await Promise.all(svc.workers.map((w) => w.close()));
   const before = await sizeOf(db);
   const client = fuzzClient({ db: svc.dbApiUrl!, metrics: svc.metricsApiUrl! }, { sockets: BATCH, timeoutMs: 60_000 });
-  return { svc, ctx, db, before, client };
+  const hooks = await startHookReceiver();
+  ctx.hookBase = hooks.url;
+  return { svc, ctx, db, before, client, hooks };
 }
 
 describe('the fuzz campaign of both APIs', () => {
@@ -73,6 +75,7 @@ describe('the fuzz campaign of both APIs', () => {
     t?.client.close();
     await stopWorkers?.();
     await t?.svc.close();
+    await t?.hooks.close();
   });
 
   it(`answers ${REQUESTS} generated requests without a 5xx, with the SPEC's error bodies and JSON (seed ${SEED})`, async () => {
@@ -136,6 +139,7 @@ describe('the fuzz campaign of a database API with DB_API_AUTH=jwt', () => {
   afterAll(async () => {
     t?.client.close();
     await t?.svc.close();
+    await t?.hooks.close();
   });
 
   it(`answers ${AUTH_REQUESTS} generated requests with and without tokens: 401 without, 403 for writes without the right, never a 5xx (seed ${SEED + 2})`, async () => {

@@ -37,7 +37,7 @@ import {
   sizeProblem,
   type RequestKind,
 } from '../support/fuzz-requests.js';
-import { decisionProblems } from '../support/fuzz-bodies.js';
+import { decisionProblems, startHookReceiver } from '../support/fuzz-bodies.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string): string | undefined => {
@@ -94,6 +94,8 @@ const db = (p: string, init: RequestInit = {}) =>
   fetch(`${service.dbApiUrl}${p}`, { ...init, headers: { ...(init.headers as Record<string, string>), Authorization: admin } });
 const client = fuzzClient({ db: service.dbApiUrl!, metrics: service.metricsApiUrl! }, { sockets: batch, timeoutMs: 60_000 });
 const say = (line: string) => console.log(`  ${line}`);
+// Deliveries to the webhooks the campaign subscribes succeed at once (no retries pile up).
+const hooks = await startHookReceiver();
 
 /** One campaign: replays a path under fast-check, or collects every distinct failure. Returns whether all passed. */
 async function campaign(label: string, o: Omit<CampaignOptions, 'client' | 'batch' | 'log'>): Promise<boolean> {
@@ -139,7 +141,7 @@ try {
 
   // 1. Every kind of request; writes are queued, not applied.
   const ledger = newLedger();
-  const ctx = { ...fuzzContext(config.maxReportBytes), dbAuth };
+  const ctx = { ...fuzzContext(config.maxReportBytes), dbAuth, hookBase: hooks.url };
   if (!(await campaign('requests', { ctx, requests, seed, path: replayPath, ledger, only }))) failed = true;
   const problems = [
     await sizeProblem(db, ledger, before),
@@ -176,6 +178,7 @@ try {
 } finally {
   client.close();
   await service.close();
+  await hooks.close();
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
   for (const prefix of [names.queuePrefix, names.keyPrefix]) {
     let cursor = '0';

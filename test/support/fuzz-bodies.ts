@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { decisionResponse, decisionsResponse } from '../../src/decisions/schema.js';
 import { EVENT_TYPES } from '../../src/notifications/events.js';
@@ -145,13 +147,23 @@ function decisionExpectation(method: string, known: boolean | undefined, who: Be
   return { expect: [...bodyStatuses(type, body, [200, 422]), ...unsure], schema };
 }
 
-/** Webhook URLs: loopback only (nothing the campaign subscribes may be dialled elsewhere), or not http(s) at all. */
-const webhookUrl = () =>
+/**
+ * Webhook URLs: loopback only (nothing the campaign subscribes may be dialled elsewhere) — mostly
+ * the campaign's receiver, so that deliveries succeed at once instead of retrying for the rest of
+ * the run — or not http(s) at all.
+ */
+const webhookUrl = (ctx: FuzzContext) =>
   fc.oneof(
     {
       weight: 6,
       arbitrary: fc
-        .tuple(fc.constantFrom('http://127.0.0.1:1', 'https://[::1]:1', 'http://localhost:1'), fc.oneof(text(), fc.constant('')))
+        .tuple(
+          fc.oneof(
+            { weight: 8, arbitrary: fc.constant(ctx.hookBase ?? 'http://127.0.0.1:1') },
+            { weight: 1, arbitrary: fc.constantFrom('https://[::1]:1', 'http://localhost:1') },
+          ),
+          fc.oneof(text(), fc.constant('')),
+        )
         .map(([base, path]) => `${base}/${path}`),
     },
     {
@@ -181,7 +193,7 @@ const webhookBody = (ctx: FuzzContext) => {
   const event = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...EVENT_TYPES).map(str) }, { weight: 1, arbitrary: text().map(str) });
   const record = fc
     .record({
-      url: field(webhookUrl().map(str), 10),
+      url: field(webhookUrl(ctx).map(str), 10),
       secret: field(text().map(str), 4),
       teams: field(list(team), 3),
       events: field(list(event), 3),
@@ -242,4 +254,18 @@ export async function decisionProblems(metricsUrl: string, adminToken: string, f
       );
   }
   return problems;
+}
+
+/** A loopback receiver answering every delivery 204 at once: the campaign's webhooks' target (`FuzzContext.hookBase`). */
+export async function startHookReceiver(): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(204).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const close = () => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close };
 }

@@ -55,6 +55,8 @@ export interface FuzzContext {
   maxReportBytes: number;
   /** The database API runs with DB_API_AUTH=jwt: its requests carry these tokens too (SPEC §5.1). */
   dbAuth?: boolean;
+  /** Loopback base URL of the webhooks the campaign subscribes (a receiver answering 204: no retries pile up). */
+  hookBase?: string;
 }
 
 /** Tokens signed with the service's JWT_SECRET, valid for a day (admin, member of `team`), and refused ones. */
