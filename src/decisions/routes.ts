@@ -33,8 +33,12 @@ export interface DecisionRouteDeps {
 }
 
 const MAX_BODY_BYTES = 64 * 1024;
-/** A write waits this long for the finding's lock (others' writes take milliseconds), then 503. */
-const LOCK_WAIT_MS = 10_000;
+/**
+ * A write waits this long for the finding's lock, then 503. Each write holds it for a few
+ * statements; the bound is that of one statement (QUERY_TIMEOUT_MS' default), so that dozens of
+ * writes queued on one finding of a loaded store are all served.
+ */
+const LOCK_WAIT_MS = 30_000;
 /** Looked up for a malformed id, so that it costs what an unknown one does. */
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
