@@ -103,7 +103,11 @@ export function createDeliverer(policy: DestinationPolicy, timeoutMs = DELIVERY_
     if (isIP(host) !== 0) checkAddresses(host, [{ address: host, family: isIP(host) }], policy);
     const client = url.protocol === 'https:' ? https : http;
     return new Promise<DeliveryResult>((resolve, reject) => {
-      const timer = setTimeout(() => request.destroy(fail(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        request.destroy(fail(`no answer within ${timeoutMs} ms`));
+      }, timeoutMs);
       const request = client.request(url, {
         method: 'POST',
         headers: { ...deliveryHeaders(subscription, job), 'Content-Length': Buffer.byteLength(job.body) },
@@ -117,7 +121,9 @@ export function createDeliverer(policy: DestinationPolicy, timeoutMs = DELIVERY_
         const status = response.statusCode ?? 0;
         drain(response, MAX_ANSWER_BYTES).then((bytesRead) => {
           clearTimeout(timer);
-          if (status >= 200 && status <= 299) resolve({ status, bytesRead });
+          // A body still coming at the timeout is no answer within it.
+          if (timedOut) reject(fail(`no answer within ${timeoutMs} ms`));
+          else if (status >= 200 && status <= 299) resolve({ status, bytesRead });
           else if (status >= 300 && status <= 399) reject(fail(`the receiver answered ${status} (redirects are not followed)`));
           else reject(fail(`the receiver answered ${status}`));
         });

@@ -8,7 +8,7 @@ import { readJsonBody } from '../http/body.js';
 import { metricsErrors } from '../metrics/errors.js';
 import type { Store } from '../storage/gateway.js';
 import { EVENT_TYPES } from './events.js';
-import { createBounded, deleteSubscription, listSubscriptions, viewOf } from './subscriptions.js';
+import { boundedCreator, deleteSubscription, listSubscriptions, viewOf } from './subscriptions.js';
 import { destinationProblem, type DestinationPolicy } from './url-policy.js';
 
 /**
@@ -80,11 +80,12 @@ export interface WebhookRouteDeps {
 
 export function webhookRoutes(deps: WebhookRouteDeps): Router {
   const router = new Router();
+  const create = boundedCreator(deps.store, deps.maxSubscriptions);
   router.post('/webhooks', deps.authenticate, adminOnly, async (ctx) => {
     const input = await readSubscription(ctx);
     const refused = await destinationProblem(input.url, deps.destinations);
     if (refused !== undefined) throw validation(`url: ${refused}`);
-    const created = await createBounded(deps.store, input, deps.maxSubscriptions);
+    const created = await create(input);
     if (!created) throw validation('too many webhooks');
     ctx.status = 201;
     ctx.body = { webhook: viewOf(created) };

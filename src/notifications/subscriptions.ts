@@ -76,22 +76,27 @@ const countLive = async (store: Store) =>
   Number((await store.query<{ n: string }>('SELECT count() AS n FROM webhooks FINAL WHERE deleted = 0'))[0]?.n ?? 0);
 
 /**
- * A subscription unless `max` are live (SPEC §9.1 bounds): undefined then. The count is checked
- * again after the insert, and a subscription that finds more than `max` deletes itself: of
- * concurrent POSTs (API processes share no lock), the last to insert always sees every other one,
- * so the cap holds at rest. Two inserting at the very same moment may both step back — a refusal
- * the client may retry, never a subscription too many.
+ * Makes subscriptions while fewer than `max` are live (SPEC §9.1 bounds), else answers undefined.
+ * One process makes them one at a time, so its concurrent POSTs fill the cap exactly. API
+ * processes share no lock, so the count is checked again after the insert and a subscription that
+ * finds more than `max` deletes itself: the last of concurrent inserts always sees every other
+ * one, so the cap holds at rest; two processes inserting at the same moment may both step back
+ * (a refusal the client may retry, never a subscription too many).
  */
-export async function createBounded(
-  store: Store,
-  input: Parameters<typeof createSubscription>[1],
-  max: number,
-): Promise<Subscription | undefined> {
-  if ((await countLive(store)) >= max) return undefined;
-  const s = await createSubscription(store, input);
-  if ((await countLive(store)) <= max) return s;
-  await deleteSubscription(store, s.id);
-  return undefined;
+export function boundedCreator(store: Store, max: number) {
+  let tail: Promise<unknown> = Promise.resolve();
+  const create = async (input: Parameters<typeof createSubscription>[1]): Promise<Subscription | undefined> => {
+    if ((await countLive(store)) >= max) return undefined;
+    const s = await createSubscription(store, input);
+    if ((await countLive(store)) <= max) return s;
+    await deleteSubscription(store, s.id);
+    return undefined;
+  };
+  return (input: Parameters<typeof createSubscription>[1]): Promise<Subscription | undefined> => {
+    const made = tail.then(() => create(input));
+    tail = made.catch(() => undefined);
+    return made;
+  };
 }
 
 /** Every live subscription, by creation time (whole seconds), then id. */
