@@ -1,7 +1,7 @@
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSubscription } from '../src/notifications/subscriptions.js';
-import { deliveryJobId, NOTIFICATIONS_QUEUE } from '../src/queue/contract.js';
+import { deliveryJobId, dispatchJobOptions, NOTIFICATIONS_QUEUE } from '../src/queue/contract.js';
 import { ADMIN_TOKEN, METRICS_SECRET } from './support/metrics.js';
 import { report, V } from './support/reports.js';
 import { json, startTestService, type TestService } from './support/service.js';
@@ -129,6 +129,8 @@ describe('deliveries with private addresses allowed', () => {
     expect(failed.failedReason).toBe(`delivery to ${receiver.url} failed: the receiver answered 500`);
     expect(failed.opts.removeOnFail).toEqual({ age: SEVEN_DAYS, count: 10_000 });
     expect(receiver.on('/down')).toHaveLength(2);
+    // The dispatch jobs that expand events into deliveries are bounded alike.
+    expect(dispatchJobOptions.removeOnFail).toEqual({ age: SEVEN_DAYS, count: 10_000 });
   });
 
   it('are counted on /metrics by outcome, with their latency and the backlog of the notifications queue', async () => {

@@ -94,6 +94,14 @@ describe('the address a delivery dials', () => {
     expect(receiver.on('/rebound')).toEqual([]);
   });
 
+  it('is checked for https too, before any TLS handshake', async () => {
+    const { resolve, asked } = tableResolver({ 'secure.test': ['127.0.0.1'] });
+    const attempt = deliverer(resolve, false).deliver(subscriptionTo(`https://secure.test:${port()}/tls`), job);
+    await expect(attempt).rejects.toBeInstanceOf(DestinationRefused);
+    expect(asked).toEqual(['secure.test']);
+    expect(receiver.on('/tls')).toEqual([]);
+  });
+
   it('is refused when any of the addresses a name resolves to is not public', async () => {
     const { resolve } = tableResolver({ 'mixed.test': [PUBLIC, '10.0.0.7'] });
     await expect(deliverer(resolve, false).deliver(subscriptionTo('http://mixed.test/'), job)).rejects.toThrow(/resolves to 10\.0\.0\.7/);

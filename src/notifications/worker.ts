@@ -137,7 +137,7 @@ export function startNotifications(deps: {
   worker.on('error', (err) => log.warn('notifications worker error', { err }));
   worker.on('failed', (job, err) => {
     if (!job) return;
-    const final = job.attemptsMade >= (job.opts.attempts ?? 1);
+    const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
     log[final ? 'warn' : 'debug'](final ? 'delivery failed for good (kept as failed)' : 'delivery failed; retrying', {
       job: job.id,
       attempts: job.attemptsMade,
