@@ -49,6 +49,11 @@ const envSchema = z.object({
   QUERY_TIMEOUT_MS: positiveInt.max(3_600_000).default(30_000),
   JOB_LOCK_MS: positiveInt.min(1000).max(600_000).default(30_000),
   JOB_MAX_STALLS: positiveInt.max(1000).default(10),
+  // SPEC §9.1: deliveries reach public addresses only unless this says otherwise.
+  WEBHOOK_ALLOW_PRIVATE: optionalString
+    .pipe(z.enum(['true', 'false'], { error: 'must be "true" or "false"' }).optional())
+    .transform((v) => v === 'true'),
+  MAX_WEBHOOKS: positiveInt.max(100_000).default(100),
   ADMIN_PORT: port.default(9464),
   ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
@@ -122,6 +127,13 @@ export interface Config {
   logLevel: Env['LOG_LEVEL'];
   /** Remediation deadlines in days per severity (SPEC §12.1, SLA_DAYS). */
   slaPolicy: SlaPolicy;
+  /** SPEC §9.1: where deliveries may go (WEBHOOK_ALLOW_PRIVATE) and how many subscriptions (MAX_WEBHOOKS). */
+  webhooks: WebhookLimits;
+}
+
+export interface WebhookLimits {
+  allowPrivate: boolean;
+  maxSubscriptions: number;
 }
 
 export class ConfigError extends Error {}
@@ -177,5 +189,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     logLevel: e.LOG_LEVEL,
     slaPolicy: e.SLA_DAYS,
+    webhooks: { allowPrivate: e.WEBHOOK_ALLOW_PRIVATE, maxSubscriptions: e.MAX_WEBHOOKS },
   };
 }

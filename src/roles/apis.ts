@@ -52,6 +52,8 @@ export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppa
     ...(opts.now ? { now: opts.now } : {}),
     onDecision: decisions.onChange,
     slaPolicy: config.slaPolicy,
+    webhooks: config.webhooks,
+    resolve: opts.notifications?.resolve,
   });
   if (config.dbApiPort === config.metricsApiPort && config.dbApiPort !== 0) {
     // One port serves both route sets (SPEC §10).
