@@ -16,6 +16,8 @@ import { metricsErrors } from './errors.js';
 import { observeRequests } from '../observability/requests.js';
 import { webhookRoutes } from '../notifications/routes.js';
 import { decisionRoutes, type DecisionRouteDeps } from '../decisions/routes.js';
+import { meRoutes } from './me.js';
+import { uiRoutes, type UiSettings } from '../ui/routes.js';
 
 /** The security metrics API (SPEC §8) under /api/v1: builds the Koa app; never listens. */
 
@@ -54,6 +56,8 @@ export interface MetricsApiDeps {
   onDecision?: DecisionRouteDeps['onChange'];
   /** Remediation deadlines (SPEC §12.1, SLA_DAYS) of /stats/sla; none: the default policy. */
   slaPolicy?: SlaPolicy | undefined;
+  /** The triage page at /ui/ (SPEC §15); none: not served. */
+  ui?: UiSettings | undefined;
 }
 
 export function createMetricsApi(deps: MetricsApiDeps): Koa {
@@ -83,6 +87,7 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
     authenticate: verified,
     onChange: deps.onDecision,
   });
-  mountRoutes(app, [health, metrics, webhooks, decisions], metricsErrors, METRICS_PREFIX);
+  if (deps.ui) app.use(uiRoutes(deps.ui).routes());
+  mountRoutes(app, [health, metrics, webhooks, decisions, meRoutes(verified)], metricsErrors, METRICS_PREFIX);
   return app;
 }
