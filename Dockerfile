@@ -30,9 +30,10 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY workers ./workers
 RUN npm run build
-# The triage page (SPEC §15): bundled by esbuild into ui/dist, served from dist/ui/dist.
+# The triage page (SPEC §15): bundled by esbuild into ui/dist; src/ui/routes.ts serves it from
+# two levels above its compiled self, dist/ui/dist.
 COPY ui ./ui
-RUN npm run build:ui
+RUN npm run build:ui && mkdir -p dist/ui && cp -r ui/dist dist/ui/dist
 
 FROM node:20-bookworm-slim AS production
 ENV NODE_ENV=production \
@@ -48,7 +49,6 @@ RUN npm ci --omit=dev --omit=optional --no-audit && npm cache clean --force
 # src/storage/migrate.ts finds sql/ three levels above dist/src/storage/migrate.js: /app/sql.
 COPY sql ./sql
 COPY --from=build /app/dist ./dist
-COPY --from=build /app/ui/dist ./dist/ui/dist
 
 # DATA_DIR is written only when the metrics API generates its token secret (JWT_SECRET unset;
 # compose always sets it); it belongs to the unprivileged user either way.
