@@ -7,7 +7,8 @@ import type { PageConfig } from '../types.js';
 
 /** Sign-in: a pasted bearer token, or the identity provider's page when the service names one. */
 export function SignIn({ config, params }: { config: PageConfig; params: URLSearchParams }) {
-  const [token, setToken] = useState('');
+  // `vulndb serve --demo` prints an address with a token in the fragment, which no server sees.
+  const [token, setToken] = useState(() => new URLSearchParams(location.hash.slice(1)).get('token') ?? '');
   const [error, setError] = useState(params.get('ended') ? 'Your session has ended: sign in again.' : '');
   const next = params.get('next') ?? '/ui/';
   const submit = async (e: Event) => {
