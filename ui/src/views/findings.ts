@@ -37,7 +37,7 @@ export function FindingsView({ api, caller, params }: { api: Api; caller: Caller
   const go = (changes: Filters) => navigate(`/ui/findings${query({ ...f, page: undefined, ...changes })}`);
   const select = (name: keyof Filters, text: string, options: [string, string][]) => html`<label>
       ${text}
-      <select name=${name} value=${f[name] ?? ''} onChange=${(e: Event) => go({ [name]: (e.target as HTMLSelectElement).value })}>
+      <select name=${name} value=${f[name] ?? options[0]![0]} onChange=${(e: Event) => go({ [name]: (e.target as HTMLSelectElement).value })}>
         ${options.map(([v, t]) => html`<option value=${v}>${t}</option>`)}
       </select></label>`;
   const teams: [string, string][] = caller.admin && !f.team ? [] : caller.teams.map((t) => [t, t]);
