@@ -45,6 +45,8 @@ const envSchema = z.object({
   JWT_PUBLIC_KEY: optionalString,
   JWT_ISSUER: optionalString,
   JWT_AUDIENCE: optionalString,
+  OIDC_ISSUER: optionalString.pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional()),
+  OIDC_CLIENT_ID: optionalString,
   DB_API_AUTH: optionalString.pipe(z.enum(['jwt'], { error: 'must be "jwt" or empty' }).optional()),
   QUERY_TIMEOUT_MS: positiveInt.max(3_600_000).default(30_000),
   JOB_LOCK_MS: positiveInt.min(1000).max(600_000).default(30_000),
@@ -125,6 +127,8 @@ export interface Config {
     audience: string | undefined;
   };
   logLevel: Env['LOG_LEVEL'];
+  /** The triage page's sign-in through an identity provider (SPEC §15); none: a pasted token. */
+  oidc: { issuer: string; clientId: string } | undefined;
   /** Remediation deadlines in days per severity (SPEC §12.1, SLA_DAYS). */
   slaPolicy: SlaPolicy;
   /** SPEC §9.1: where deliveries may go (WEBHOOK_ALLOW_PRIVATE) and how many subscriptions (MAX_WEBHOOKS). */
@@ -150,6 +154,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (e.CLICKHOUSE_CLUSTER !== undefined && e.CLICKHOUSE_URL === undefined) {
     throw new ConfigError('invalid configuration: CLICKHOUSE_CLUSTER needs a server (CLICKHOUSE_URL)');
+  }
+  if ((e.OIDC_ISSUER === undefined) !== (e.OIDC_CLIENT_ID === undefined)) {
+    throw new ConfigError('invalid configuration: OIDC_ISSUER and OIDC_CLIENT_ID go together');
   }
   const dataDir = path.resolve(e.DATA_DIR);
   return {
@@ -188,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       audience: e.JWT_AUDIENCE,
     },
     logLevel: e.LOG_LEVEL,
+    oidc: e.OIDC_ISSUER !== undefined && e.OIDC_CLIENT_ID !== undefined ? { issuer: e.OIDC_ISSUER, clientId: e.OIDC_CLIENT_ID } : undefined,
     slaPolicy: e.SLA_DAYS,
     webhooks: { allowPrivate: e.WEBHOOK_ALLOW_PRIVATE, maxSubscriptions: e.MAX_WEBHOOKS },
   };

@@ -18,6 +18,8 @@ import { webhookRoutes } from '../notifications/routes.js';
 import { type Resolver, systemResolver } from '../notifications/url-policy.js';
 import type { WebhookLimits } from '../config.js';
 import { decisionRoutes, type DecisionRouteDeps } from '../decisions/routes.js';
+import { meRoutes } from './me.js';
+import { uiRoutes, type UiSettings } from '../ui/routes.js';
 
 /** The security metrics API (SPEC §8) under /api/v1: builds the Koa app; never listens. */
 
@@ -60,6 +62,8 @@ export interface MetricsApiDeps {
   webhooks?: WebhookLimits | undefined;
   /** How subscriptions' host names resolve; tests inject one. */
   resolve?: Resolver | undefined;
+  /** The triage page at /ui/ (SPEC §15); none: not served. */
+  ui?: UiSettings | undefined;
 }
 
 export function createMetricsApi(deps: MetricsApiDeps): Koa {
@@ -94,6 +98,7 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
     authenticate: verified,
     onChange: deps.onDecision,
   });
-  mountRoutes(app, [health, metrics, webhooks, decisions], metricsErrors, METRICS_PREFIX);
+  if (deps.ui) app.use(uiRoutes(deps.ui).routes());
+  mountRoutes(app, [health, metrics, webhooks, decisions, meRoutes(verified)], metricsErrors, METRICS_PREFIX);
   return app;
 }
