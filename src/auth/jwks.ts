@@ -95,7 +95,9 @@ export class JwksKeySet {
   /** The key of `kid` for a token of `alg`; undefined when the set has none (a refused token). */
   async keyFor(kid: string, alg: string): Promise<KeyObject | undefined> {
     const stale = this.fetchedAt === undefined || this.now() - this.fetchedAt >= this.maxAgeMs;
-    if ((stale || !this.keys.has(kid)) && this.mayFetch()) await this.refresh();
+    // A fetch under way may bring the key: the tokens that arrive meanwhile wait for it too.
+    if (this.inFlight !== undefined) await this.inFlight;
+    else if ((stale || !this.keys.has(kid)) && this.mayFetch()) await this.refresh();
     const found = this.keys.get(kid);
     return found !== undefined && found.alg === alg ? found.key : undefined;
   }
