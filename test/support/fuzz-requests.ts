@@ -1349,6 +1349,9 @@ export function problemsOf(req: FuzzRequest, a: Answer): string[] {
   // 204 No Content (e.g. DELETE of a decision or a webhook) has no body by definition.
   const bodyless = req.method === 'HEAD' || (req.method === 'OPTIONS' && a.status < 300 && a.body.length === 0) || a.status === 204;
   if (bodyless) return problems;
+  // /docs/ (any trailing slashes) redirects to /docs, where Swagger UI's page is served.
+  const docsRedirect = req.api === 'db' && a.status === 301 && /^\/docs\/+(\?|$)/.test(req.target);
+  if (docsRedirect) return problems;
   if (isDocs) {
     if (!/^text\/html/.test(a.contentType ?? '')) problems.push(`content type ${a.contentType} for /docs`);
     return problems;
