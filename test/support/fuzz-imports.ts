@@ -83,7 +83,7 @@ export function importRequests(ctx: FuzzContext): fc.Arbitrary<FuzzRequest> {
       type: contentType,
     })
     .map((r) => {
-      const query = r.target === undefined ? '' : `?target=${percentEncode(r.target)}`;
+      const query = r.target === undefined ? '' : `?target=${percentEncode(r.target).slice(0, 2000)}`;
       const headers: Record<string, string | string[]> = {};
       if (r.type.value !== undefined) headers['Content-Type'] = r.type.value;
       let expect: readonly number[] = [202, 400, 413];

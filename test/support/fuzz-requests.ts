@@ -1207,7 +1207,7 @@ export function fuzzRequest(ctx: FuzzContext, only: readonly RequestKind[] = REQ
   if (only.includes('metrics')) kinds.push({ weight: 4, arbitrary: metricsRequests(ctx) });
   if (only.includes('unknown')) kinds.push({ weight: 1, arbitrary: db(unknownPaths()) });
   if (only.includes('bodies')) {
-    kinds.push({ weight: 3, arbitrary: decisionRequests(ctx) });
+    kinds.push({ weight: 1, arbitrary: decisionRequests(ctx) });
     kinds.push({ weight: 1, arbitrary: webhookRequests(ctx) });
     kinds.push({ weight: 1, arbitrary: db(importRequests(ctx)) });
   }
