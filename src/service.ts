@@ -98,7 +98,11 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
 
   // Every process, whatever its roles, can be watched and probed.
   const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names), notificationsQueue(redis, names)];
-  const admin = await startAdmin({ store, redis, queues: boardQueues, log }, config.admin.port, config.admin.host);
+  const admin = await startAdmin(
+    { store, redis, queues: boardQueues, log, token: config.admin.token },
+    config.admin.port,
+    config.admin.host,
+  );
   log.info('admin listening', { metrics: `${admin.url}/metrics`, ready: `${admin.url}/readyz`, queues: `${admin.url}${QUEUE_BOARD_PATH}` });
 
   let closing: Promise<void> | undefined;

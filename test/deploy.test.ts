@@ -48,7 +48,7 @@ const OPERATIONAL_ENV = ['HOST', 'DATA_DIR', 'INGEST_BATCH_SIZE', 'INGEST_BATCH_
  * the listener: until src/config.ts reads them they are allowed without that check, and from then
  * on they are checked like the others.
  */
-const ADMIN_ENV = ['ADMIN_HOST', 'ADMIN_PORT'];
+const ADMIN_ENV = ['ADMIN_HOST', 'ADMIN_PORT', 'ADMIN_TOKEN'];
 const SERVICE_ENV = [...SPEC_ENV, ...OPERATIONAL_ENV, ...ADMIN_ENV];
 /** The vulndb services: built from the repository's Dockerfile. */
 const VULNDB_SERVICES = ['migrate', 'api', 'worker'];
@@ -64,6 +64,8 @@ const REQUIRED_SECRETS: [service: string, variable: string, source: string][] = 
   ['clickhouse', 'CLICKHOUSE_GRAFANA_PASSWORD', 'CLICKHOUSE_GRAFANA_PASSWORD'],
   ['grafana', 'CLICKHOUSE_GRAFANA_PASSWORD', 'CLICKHOUSE_GRAFANA_PASSWORD'],
   ['grafana', 'GF_SECURITY_ADMIN_PASSWORD', 'GRAFANA_ADMIN_PASSWORD'],
+  ['api', 'ADMIN_TOKEN', 'ADMIN_TOKEN'],
+  ['worker', 'ADMIN_TOKEN', 'ADMIN_TOKEN'],
 ];
 
 /** `environment` as a map, whichever of the two compose syntaxes it uses. */
@@ -313,6 +315,7 @@ describe('docker-compose.yml', () => {
     expect(read('.gitignore')).toMatch(/^\.env$/m);
     // The development JWT secret is long enough for src/config.ts.
     expect(/^JWT_SECRET=(\S+)$/m.exec(example)![1]!.length).toBeGreaterThanOrEqual(32);
+    expect(/^ADMIN_TOKEN=(\S+)$/m.exec(example)![1]!.length).toBeGreaterThanOrEqual(16);
   });
 
   it('gives the read-only grafana ClickHouse user the password that Grafana is given', () => {
@@ -366,6 +369,22 @@ describe('docker-compose.yml', () => {
     for (const name of ['api', 'worker']) {
       expect(targets.get(name), `${name} is scraped`).toEqual([`${envOf(services[name]!).ADMIN_PORT}/metrics`]);
     }
+  });
+
+  it('has Prometheus send ADMIN_TOKEN to the admin listeners, from a secret holding that variable', () => {
+    const configMount = mountsOf(services.prometheus!).find((m) => m.target === '/etc/prometheus/prometheus.yml')!;
+    const config: Obj = parseYaml(read(configMount.source));
+    const mounted = new Map<string, string>(
+      (services.prometheus!.secrets as string[]).map((name) => [`/run/secrets/${name}`, compose.secrets[name].environment]),
+    );
+    const vulndbJobs = (config.scrape_configs as Obj[]).filter((j) => (j.dns_sd_configs ?? []).length > 0);
+    expect(vulndbJobs.length).toBe(2);
+    for (const job of vulndbJobs) {
+      expect(job.authorization?.type ?? 'Bearer', job.job_name).toBe('Bearer');
+      expect(mounted.get(job.authorization?.credentials_file), job.job_name).toBe('ADMIN_TOKEN');
+    }
+    // The token the services require is the one Prometheus sends.
+    for (const name of ['api', 'worker']) expect(envOf(services[name]!).ADMIN_TOKEN).toMatch(/^\$\{ADMIN_TOKEN:\?/);
   });
 });
 
