@@ -14,15 +14,23 @@ import { bundlesQueue, checksQueue } from './queue/producer.js';
 import { defaultRedisNames, requestConnection, whenReady, type RedisNames } from './queue/redis.js';
 import { startApiRole } from './roles/apis.js';
 import type { RoleContext } from './roles/context.js';
+import { StopDeadline } from './roles/stop-deadline.js';
 import { startWorkerRole } from './roles/worker.js';
 import { openStore, type Store } from './storage/gateway.js';
 import { migrate } from './storage/migrate.js';
 
 /**
  * Composition root: opens the store, applies migrations and starts the requested roles — the two
- * HTTP APIs (src/roles/apis.ts) and/or the worker (src/roles/worker.ts) — and shuts them down in
- * order: stop accepting HTTP, finish in-flight jobs and batches, then close Redis and ClickHouse.
+ * HTTP APIs (src/roles/apis.ts) and/or the worker (src/roles/worker.ts) — and shuts them down
+ * (SPEC §3.7): take no request or job from then on, answer the requests and commit the batches in
+ * flight, then close Redis and ClickHouse, each step bounded by SHUTDOWN_TIMEOUT_MS.
  */
+
+/**
+ * What close() may take of SHUTDOWN_TIMEOUT_MS: the rest is left for cutting what did not finish
+ * and exiting before the process's hard deadline (src/cli/serve.ts) ends it.
+ */
+const stopBudgetMs = (timeoutMs: number) => timeoutMs - Math.min(2000, timeoutMs / 5);
 
 export interface ServiceOptions {
   api: boolean;
@@ -108,15 +116,18 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      log.info('shutting down');
-      await apis?.stop();
-      await worker?.stop();
+      const deadline = new StopDeadline(stopBudgetMs(config.shutdownTimeoutMs), log);
+      // Each begins by stopping its intake, synchronously: nothing is taken once close() is called.
+      const stopped = [apis?.stop(deadline), worker?.stop(deadline), closeServer(admin.server)];
+      log.info('shutting down', { timeoutMs: config.shutdownTimeoutMs });
+      await Promise.all(stopped.slice(0, 2));
+      if (!(await deadline.bound('answering the admin requests in flight', stopped[2]!))) admin.server.closeAllConnections();
       // No more retries of a failed rewrite: the process is going away.
       shared.totals.close();
-      await closeServer(admin.server);
-      await Promise.all(boardQueues.map((q) => q.close()));
-      await redis.quit().catch(() => undefined);
-      await store.close();
+      await deadline.bound('closing the queues', Promise.all(boardQueues.map((q) => q.close())));
+      await deadline.bound('closing Redis', redis.quit());
+      redis.disconnect();
+      await deadline.bound('closing the store', store.close());
       log.info('stopped');
     })());
 
