@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { loadConfig } from '../src/config.js';
 import { entryOf, execCmd, readDockerfile } from './support/dockerfile.js';
 
 /**
@@ -41,6 +42,7 @@ const SPEC_ENV = [
   'JWT_AUDIENCE',
   'DB_API_AUTH',
   'QUERY_TIMEOUT_MS',
+  'SHUTDOWN_TIMEOUT_MS',
 ];
 const OPERATIONAL_ENV = ['HOST', 'DATA_DIR', 'INGEST_BATCH_SIZE', 'INGEST_BATCH_WAIT_MS', 'LOG_LEVEL'];
 /**
@@ -184,8 +186,13 @@ describe('docker-compose.yml', () => {
   });
 
   it('gives the worker and the api time to stop gracefully, and forwards signals to node', () => {
-    // The worker finishes its batch and waits up to 30 s for its jobs (src/service.ts closeWorker).
+    // The worker finishes its batch, then closes Redis and the store.
     expect(seconds(services.worker!.stop_grace_period)).toBeGreaterThanOrEqual(60);
+    // Each ends itself within SHUTDOWN_TIMEOUT_MS (SPEC §3.7): compose must not SIGKILL it sooner.
+    for (const name of ['api', 'worker']) {
+      const timeoutMs = Number(envOf(services[name]!).SHUTDOWN_TIMEOUT_MS ?? loadConfig({}).shutdownTimeoutMs);
+      expect(seconds(services[name]!.stop_grace_period) * 1000, name).toBeGreaterThan(timeoutMs);
+    }
     // Requests in flight are bounded by QUERY_TIMEOUT_MS (30 s by default).
     expect(seconds(services.api!.stop_grace_period)).toBeGreaterThan(30);
     for (const name of ['api', 'worker']) expect(services[name]!.init, name).toBe(true);
