@@ -105,6 +105,32 @@ describe('stopping (SPEC §3.7)', () => {
     expect(await restarted.stop('SIGTERM', 30_000)).toEqual({ code: 0, signal: null });
   }, 240_000);
 
+  it('given a stop that waits on a Redis gone, a second SIGTERM exits at once', async () => {
+    const redis = await startPrivateRedis();
+    redises.push(redis);
+    const producer = new Redis(redis.url, { maxRetriesPerRequest: null });
+    clients.push(producer);
+    await enqueueReports(
+      checksQueue(producer, defaultRedisNames),
+      Array.from({ length: 600 }, (_, i) => reportOf(`twice-${i}`, i)),
+    );
+    const env = { INGEST_BATCH_SIZE: '200', SHUTDOWN_TIMEOUT_MS: '60000' };
+    const svc = await startChildService({ dataDir: tempDir('stop-twice'), redisUrl: redis.url, env });
+    await svc.waitForLog((l) => l.msg === 'batch committed', 60_000);
+    producer.disconnect();
+    await redis.kill();
+    svc.child.kill('SIGTERM');
+    const first = await svc.waitForLog((l) => l.msg === 'signal received, stopping gracefully', 10_000);
+    await sleep(500);
+    expect(svc.running).toBe(true);
+    const again = Date.now();
+    const exit = await svc.stop('SIGTERM', 10_000);
+    const ms = Date.now() - again;
+    expect(exit).toEqual({ code: 1, signal: null });
+    expect(ms).toBeLessThan(3000);
+    expect(svc.logs.slice(svc.logs.indexOf(first)).map((l) => l.msg)).toContain('second signal: exiting without waiting');
+  }, 120_000);
+
   it('given reports arriving by HTTP and a backlog, SIGTERM takes no job after the signal, and every report answered 202 is stored after a restart', async () => {
     const redis = await startPrivateRedis();
     redises.push(redis);
