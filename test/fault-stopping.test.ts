@@ -105,6 +105,28 @@ describe('stopping (SPEC §3.7)', () => {
     expect(await restarted.stop('SIGTERM', 30_000)).toEqual({ code: 0, signal: null });
   }, 240_000);
 
+  it('given an idle worker waiting for jobs, a report queued just after SIGTERM is left waiting for the next process', async () => {
+    const redis = await startPrivateRedis();
+    redises.push(redis);
+    const producer = new Redis(redis.url, { maxRetriesPerRequest: null });
+    clients.push(producer);
+    const checks = checksQueue(producer, defaultRedisNames);
+    const svc = await startChildService({ dataDir: tempDir('stop-idle'), redisUrl: redis.url });
+    await sleep(500);
+    svc.child.kill('SIGTERM');
+    // Within the stop: BullMQ's blocking wait for a job may still be under way.
+    await svc.waitForLog((l) => l.msg === 'signal received, stopping gracefully', 10_000);
+    const [id] = await enqueueReports(checks, [reportOf('idle-0', 0)]);
+    const running = svc.running;
+    expect(await svc.exited).toEqual({ code: 0, signal: null });
+    const signal = svc.logs.find((l) => l.msg === 'signal received, stopping gracefully')!;
+    const stopped = svc.logs.find((l) => l.msg === 'stopped')!;
+    console.log(
+      `idle stop: ${Date.parse(String(stopped.time)) - Date.parse(String(signal.time))} ms; running when the job was queued: ${running}`,
+    );
+    expect(await checks.getJobState(id!)).toBe('waiting');
+  }, 120_000);
+
   it('given a stop that waits on a Redis gone, a second SIGTERM exits at once', async () => {
     const redis = await startPrivateRedis();
     redises.push(redis);
