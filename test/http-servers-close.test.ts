@@ -26,12 +26,19 @@ const get = (url: string, agent: http.Agent) =>
 
 describe('closeServer', () => {
   it('answers the request in flight, refuses one arriving on the same kept-alive connection, and resolves promptly', async () => {
-    const server = http.createServer((req, res) => setTimeout(() => res.end(`answered ${req.url}`), 200));
+    let arrived: () => void = () => undefined;
+    const firstArrived = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
+    const server = http.createServer((req, res) => {
+      arrived();
+      setTimeout(() => res.end(`answered ${req.url}`), 200);
+    });
     const url = await listen(server, 0, '127.0.0.1');
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     try {
       const inFlight = get(`${url}/first`, agent);
-      await new Promise((r) => setTimeout(r, 50));
+      await firstArrived;
       const started = Date.now();
       const closed = closeServer(server).then(() => Date.now() - started);
       expect(await inFlight).toMatchObject({ status: 200, body: 'answered /first' });
