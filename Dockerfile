@@ -30,6 +30,10 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY workers ./workers
 RUN npm run build
+# The triage page (SPEC §15): bundled by esbuild into ui/dist; src/ui/routes.ts serves it from
+# two levels above its compiled self, dist/ui/dist.
+COPY ui ./ui
+RUN npm run build:ui && mkdir -p dist/ui && cp -r ui/dist dist/ui/dist
 
 FROM node:20-bookworm-slim AS production
 ENV NODE_ENV=production \

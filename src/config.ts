@@ -46,10 +46,17 @@ const envSchema = z.object({
   JWT_PUBLIC_KEY: optionalString,
   JWT_ISSUER: optionalString,
   JWT_AUDIENCE: optionalString,
+  OIDC_ISSUER: optionalString.pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional()),
+  OIDC_CLIENT_ID: optionalString,
   DB_API_AUTH: optionalString.pipe(z.enum(['jwt'], { error: 'must be "jwt" or empty' }).optional()),
   QUERY_TIMEOUT_MS: positiveInt.max(3_600_000).default(30_000),
   JOB_LOCK_MS: positiveInt.min(1000).max(600_000).default(30_000),
   JOB_MAX_STALLS: positiveInt.max(1000).default(10),
+  // SPEC §9.1: deliveries reach public addresses only unless this says otherwise.
+  WEBHOOK_ALLOW_PRIVATE: optionalString
+    .pipe(z.enum(['true', 'false'], { error: 'must be "true" or "false"' }).optional())
+    .transform((v) => v === 'true'),
+  MAX_WEBHOOKS: positiveInt.max(100_000).default(100),
   ADMIN_PORT: port.default(9464),
   ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
   // SPEC §10.1: a short token could be guessed by whoever reaches the admin port.
@@ -131,8 +138,17 @@ export interface Config {
     audience: string | undefined;
   };
   logLevel: Env['LOG_LEVEL'];
+  /** The triage page's sign-in through an identity provider (SPEC §15); none: a pasted token. */
+  oidc: { issuer: string; clientId: string } | undefined;
   /** Remediation deadlines in days per severity (SPEC §12.1, SLA_DAYS). */
   slaPolicy: SlaPolicy;
+  /** SPEC §9.1: where deliveries may go (WEBHOOK_ALLOW_PRIVATE) and how many subscriptions (MAX_WEBHOOKS). */
+  webhooks: WebhookLimits;
+}
+
+export interface WebhookLimits {
+  allowPrivate: boolean;
+  maxSubscriptions: number;
 }
 
 export class ConfigError extends Error {}
@@ -162,6 +178,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(
       `invalid configuration: ADMIN_HOST=${e.ADMIN_HOST} reaches beyond loopback, so ADMIN_TOKEN must be set (the admin listener's queue board and metrics would be open to that network)`,
     );
+  }
+  if ((e.OIDC_ISSUER === undefined) !== (e.OIDC_CLIENT_ID === undefined)) {
+    throw new ConfigError('invalid configuration: OIDC_ISSUER and OIDC_CLIENT_ID go together');
   }
   const dataDir = path.resolve(e.DATA_DIR);
   return {
@@ -201,6 +220,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       audience: e.JWT_AUDIENCE,
     },
     logLevel: e.LOG_LEVEL,
+    oidc: e.OIDC_ISSUER !== undefined && e.OIDC_CLIENT_ID !== undefined ? { issuer: e.OIDC_ISSUER, clientId: e.OIDC_CLIENT_ID } : undefined,
     slaPolicy: e.SLA_DAYS,
+    webhooks: { allowPrivate: e.WEBHOOK_ALLOW_PRIVATE, maxSubscriptions: e.MAX_WEBHOOKS },
   };
 }

@@ -1,4 +1,5 @@
 import client from 'prom-client';
+import { NOTIFICATIONS_QUEUE } from '../queue/contract.js';
 
 /**
  * The service's Prometheus metrics (served by the admin listener, src/observability/admin.ts):
@@ -60,6 +61,27 @@ export const storeQueryDuration = new client.Histogram({
   registers,
 });
 
+const DELIVERY_OUTCOMES = ['delivered', 'failed_retryable', 'failed_final', 'refused'] as const;
+export type DeliveryOutcome = (typeof DELIVERY_OUTCOMES)[number];
+
+const webhookDeliveries = new client.Counter({
+  name: 'vulndb_webhook_deliveries_total',
+  help: 'Webhook delivery attempts by outcome: delivered (2xx), failed_retryable (retried later), failed_final (out of attempts, kept as failed), refused (a destination WEBHOOK_ALLOW_PRIVATE forbids; not retried)',
+  labelNames: ['outcome'] as const,
+  registers,
+});
+for (const outcome of DELIVERY_OUTCOMES) webhookDeliveries.inc({ outcome }, 0);
+
+/** Counts one delivery attempt by outcome. */
+export const countDelivery = (outcome: DeliveryOutcome): void => webhookDeliveries.inc({ outcome });
+
+export const webhookDeliveryDuration = new client.Histogram({
+  name: 'vulndb_webhook_delivery_duration_seconds',
+  help: 'One webhook delivery attempt, from the request to the answer (or the failure)',
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+  registers,
+});
+
 /** Jobs per queue and state, read from Redis at each scrape. */
 export type QueueCounts = () => Promise<{ queue: string; counts: Record<string, number> }[]>;
 let queueCounts: QueueCounts | undefined;
@@ -79,6 +101,21 @@ new client.Gauge({
       }
     } catch {
       // Redis unreachable: no queue series in this scrape (readyz says why).
+    }
+  },
+});
+
+new client.Gauge({
+  name: 'vulndb_webhook_delivery_backlog',
+  help: 'Jobs of the notifications queue not yet taken: waiting plus delayed (retries waiting for their backoff)',
+  registers,
+  async collect() {
+    if (!queueCounts) return;
+    try {
+      const notifications = (await queueCounts()).find((q) => q.queue === NOTIFICATIONS_QUEUE);
+      if (notifications) this.set((notifications.counts.waiting ?? 0) + (notifications.counts.delayed ?? 0));
+    } catch {
+      // Redis unreachable: the last value stays (readyz says why).
     }
   },
 });

@@ -21,6 +21,9 @@ const stopping = (servers: http.Server[], decisions: DecisionEffects) => async (
   await deadline.bound("closing the decisions' effects", decisions.close());
 };
 
+/** On one port, the metrics API answers its own paths and the triage page (SPEC §15). */
+const isMetricsPath = (url: string | undefined) => url !== undefined && (url.startsWith('/api/v1') || /^\/ui(?:[/?]|$)/.test(url));
+
 /** The API role: both Koa apps, on one port or two (SPEC §10). */
 export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppable & { dbApiUrl: string; metricsApiUrl: string }> {
   const { config, opts, log, store, redis, names } = s;
@@ -49,6 +52,8 @@ export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppa
   });
   // Decisions change statistics and lists: cached answers are refreshed, events emitted (SPEC §12.3).
   const decisions = startDecisionEffects({ store, redis, names, dataVersion: s.dataVersion, now: opts.now ?? nowSeconds, log: metricsLog });
+  // The page learns the database API's port once it listens (0 in tests: any free port).
+  let dbApiPort: number | undefined;
   const metricsApi = createMetricsApi({
     store,
     log: metricsLog,
@@ -57,12 +62,15 @@ export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppa
     ...(opts.now ? { now: opts.now } : {}),
     onDecision: decisions.onChange,
     slaPolicy: config.slaPolicy,
+    webhooks: config.webhooks,
+    resolve: opts.notifications?.resolve,
+    ui: { dbApiPort: () => dbApiPort, dbApiAuth: config.dbApiAuth === 'jwt', oidc: config.oidc },
   });
   if (config.dbApiPort === config.metricsApiPort && config.dbApiPort !== 0) {
     // One port serves both route sets (SPEC §10).
     const db = dbApi.callback();
     const metrics = metricsApi.callback();
-    const server = http.createServer((req, res) => (req.url?.startsWith('/api/v1') ? metrics(req, res) : db(req, res)));
+    const server = http.createServer((req, res) => (isMetricsPath(req.url) ? metrics(req, res) : db(req, res)));
     answerClientErrors(server, 'database');
     const url = await listen(server, config.dbApiPort, config.host);
     return { dbApiUrl: url, metricsApiUrl: url, stop: stopping([server], decisions) };
@@ -72,6 +80,7 @@ export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppa
   answerClientErrors(dbServer, 'database');
   answerClientErrors(metricsServer, 'metrics');
   const dbApiUrl = await listen(dbServer, config.dbApiPort, config.host);
+  dbApiPort = Number(new URL(dbApiUrl).port);
   const metricsApiUrl = await listen(metricsServer, config.metricsApiPort, config.host);
   return { dbApiUrl, metricsApiUrl, stop: stopping([dbServer, metricsServer], decisions) };
 }

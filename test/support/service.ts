@@ -43,6 +43,8 @@ export async function startTestService(
     INGEST_BATCH_WAIT_MS: '5',
     ADMIN_PORT: '0',
     LOG_LEVEL: 'silent',
+    // The webhook tests' receivers listen on loopback, which SPEC §9.1 refuses by default.
+    WEBHOOK_ALLOW_PRIVATE: 'true',
     ...opts.env,
   });
   config.store = testStoreConfig();
