@@ -122,7 +122,7 @@ describe('stopping (SPEC §3.7)', () => {
     const signal = svc.logs.find((l) => l.msg === 'signal received, stopping gracefully')!;
     const stopped = svc.logs.find((l) => l.msg === 'stopped')!;
     console.log(
-      `idle stop: ${Date.parse(String(stopped.time)) - Date.parse(String(signal.time))} ms; running when the job was queued: ${running}`,
+      `idle stop: ${Date.parse(String(stopped.time)) - Date.parse(String(signal.time))} ms; running when the job was queued: ${running}; handed back: ${svc.count('job taken while stopping: handed back to the queue')}`,
     );
     expect(await checks.getJobState(id!)).toBe('waiting');
   }, 120_000);

@@ -21,6 +21,8 @@ export interface IngestWorkerDeps {
   /** Lock and stall settings of held jobs (config.jobs; README, Operations). */
   jobs: { lockMs: number; maxStalls: number };
   log: Logger;
+  /** Whether the process is stopping: a job taken then is handed back (src/ingest/jobs.ts). */
+  stopping?: () => boolean;
 }
 
 const reportsOf = (data: unknown): number => {
@@ -56,7 +58,7 @@ function startWorker(
 }
 
 export function startIngestWorkers(deps: IngestWorkerDeps): Worker[] {
-  const processors = ingestProcessors(deps.batcher, deps.log);
+  const processors = ingestProcessors(deps.batcher, deps.log, deps.stopping);
   return [
     startWorker(deps, CHECKS_QUEUE, processors.check, deps.reportsInFlight),
     startWorker(deps, CHECK_BUNDLES_QUEUE, processors.bundle, Math.max(1, Math.ceil(deps.reportsInFlight / BUNDLE_SIZE))),

@@ -8,7 +8,11 @@ import type { RoleContext, Stoppable } from './context.js';
 import type { StopDeadline } from './stop-deadline.js';
 
 /** The worker role: the batcher and the BullMQ workers that feed it, on a connection of their own. */
-function startIngest(s: RoleContext, notify?: Notifications['notify']): { batcher: ReportBatcher; workers: Worker[]; connection: Redis } {
+function startIngest(
+  s: RoleContext,
+  stopping: () => boolean,
+  notify?: Notifications['notify'],
+): { batcher: ReportBatcher; workers: Worker[]; connection: Redis } {
   const { config, log } = s;
   const batcher = new ReportBatcher({
     // Its statements go first to the embedded engine, which API requests share (README, Design).
@@ -32,6 +36,7 @@ function startIngest(s: RoleContext, notify?: Notifications['notify']): { batche
     reportsInFlight: config.ingest.batchSize * config.ingest.concurrency,
     jobs: config.jobs,
     log: log.child({ component: 'worker' }),
+    stopping,
   });
   log.info('ingest worker started', {
     queues: workers.map((w) => w.name),
@@ -66,8 +71,11 @@ export function startWorkerRole(s: RoleContext): Stoppable & { batcher: ReportBa
     allowPrivate: config.webhooks.allowPrivate,
     options: s.opts.notifications,
   });
-  const ingest = startIngest(s, notifications.notify);
+  // Set as the stop begins, so that a job BullMQ still hands over then is handed back.
+  const intake = { open: true };
+  const ingest = startIngest(s, () => !intake.open, notifications.notify);
   const stop = async (deadline: StopDeadline) => {
+    intake.open = false;
     const held = Promise.all(ingest.workers.map((w) => w.close())).then(() => ingest.batcher.drain());
     // Deliveries wait in their queue for the next process.
     void notifications.worker.close().catch(() => undefined);
