@@ -104,7 +104,7 @@ describe('vulndb import --direct', () => {
   const run = promisify(execFile);
   const bin = path.resolve('bin/vulndb.mjs');
   // A Redis database of its own, so the command's data version bump is visible and touches no one else's.
-  const redisUrl = `${REDIS_URL}/15`;
+  const redisUrl = Object.assign(new URL(REDIS_URL), { pathname: '/15' }).href;
   const redis = new Redis(redisUrl);
   const version = async () => Number((await redis.get(keys.dataVersion(defaultRedisNames))) ?? 0);
   afterAll(async () => {
