@@ -14,11 +14,23 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
+function isRedisUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '' && /^(\/\d*)?$/.test(url.pathname);
+  } catch {
+    return false;
+  }
+}
+
 const envSchema = z.object({
   DB_API_PORT: port.default(8080),
   METRICS_API_PORT: port.default(8081),
   HOST: z.string().min(1).default('0.0.0.0'),
-  REDIS_URL: z.string().min(1).default('redis://localhost:6379'),
+  // ioredis takes an unparseable URL for a host name and retries it forever: refuse it at start.
+  REDIS_URL: z.string().min(1).default('redis://localhost:6379').refine(isRedisUrl, {
+    error: 'must be a redis:// or rediss:// URL with a host, e.g. redis://redis:6379 or rediss://:password@host:6380/0',
+  }),
   WORKER_CONCURRENCY: positiveInt.default(1),
   INGEST_BATCH_SIZE: positiveInt.max(20_000).default(4000),
   INGEST_BATCH_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(20),

@@ -203,4 +203,15 @@ describe('vulndb jobs as a command', () => {
       [2, 'error: --limit must be a positive integer'],
     ]);
   }, 60_000);
+
+  it('given an unknown --queue, then it exits 2 naming the known queues instead of finding no failed jobs there', async () => {
+    for (const command of ['failed', 'retry']) {
+      const run = await cli([command, ...(command === 'retry' ? ['--all'] : []), '--queue', 'nope'], 'redis://127.0.0.1:1');
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain("argument 'nope' is invalid. unknown queue; the queues are checks, checks-bulk, notifications");
+      expect(run.stdout).toBe('');
+    }
+    const known = await cli(['failed', '--queue', 'notifications', '--queue-prefix', svc.names.queuePrefix]);
+    expect({ code: known.code ?? 0, stdout: known.stdout }).toEqual({ code: 0, stdout: 'no failed jobs in notifications\n' });
+  });
 });

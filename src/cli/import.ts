@@ -148,6 +148,7 @@ export async function importReports(opts: ImportOptions): Promise<ImportSummary>
     else if (p.read % chunkSize === 0) opts.onProgress?.({ ...p });
   }
   await flush();
+  p.bytesRead = position.bytes;
   return { ...p, rejections, seconds: (performance.now() - started) / 1000 };
 }
 
@@ -280,5 +281,6 @@ export async function importDirect(opts: DirectImportOptions): Promise<DirectSum
   }
   await Promise.all(inFlight);
   if (failure) throw failure;
+  p.bytesRead = position.bytes;
   return { ...p, rejections, seconds: (performance.now() - started) / 1000 };
 }
