@@ -64,6 +64,8 @@ const envSchema = z.object({
   ADMIN_PORT: port.default(9464),
   ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  // The source commit of the build, for vulndb_build_info (the image's build argument of the same name).
+  VULNDB_COMMIT: optionalString,
   // SPEC §12.1: an unreadable policy stops the start rather than silently counting no breach.
   SLA_DAYS: optionalString.transform((v, ctx) => {
     try {
@@ -132,6 +134,8 @@ export interface Config {
     audience: string | undefined;
   };
   logLevel: Env['LOG_LEVEL'];
+  /** VULNDB_COMMIT: the commit the running code was built from, when known (vulndb_build_info). */
+  commit: string | undefined;
   /** Remediation deadlines in days per severity (SPEC §12.1, SLA_DAYS). */
   slaPolicy: SlaPolicy;
 }
@@ -188,6 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       audience: e.JWT_AUDIENCE,
     },
     logLevel: e.LOG_LEVEL,
+    commit: e.VULNDB_COMMIT,
     slaPolicy: e.SLA_DAYS,
   };
 }

@@ -88,6 +88,19 @@ export function watchQueues(counts: QueueCounts | undefined): void {
   queueCounts = counts;
 }
 
+const buildInfo = new client.Gauge({
+  name: 'vulndb_build_info',
+  help: 'Always 1: the version of vulndb, the Node.js version and the source commit (unknown unless VULNDB_COMMIT is set) that run',
+  labelNames: ['version', 'node', 'commit'] as const,
+  registers,
+});
+
+/** Says which build runs (set once at start; dashboards and alerts join on it). */
+export function recordBuildInfo(build: { version: string; commit: string | undefined }): void {
+  buildInfo.reset();
+  buildInfo.set({ version: build.version, node: process.version, commit: build.commit ?? 'unknown' }, 1);
+}
+
 /** Counts reports by outcome. */
 export const countReports = (outcome: ReportOutcome, n = 1): void => {
   if (n > 0) ingestReports.inc({ outcome }, n);

@@ -31,7 +31,9 @@ export interface TestService extends Service {
 }
 
 export async function startTestService(
-  opts: Partial<Pick<ServiceOptions, 'api' | 'worker' | 'faults' | 'now' | 'notifications'>> & { env?: Record<string, string> } = {},
+  opts: Partial<Pick<ServiceOptions, 'api' | 'worker' | 'faults' | 'now' | 'notifications' | 'log'>> & {
+    env?: Record<string, string>;
+  } = {},
 ): Promise<TestService> {
   const id = randomUUID().slice(0, 8);
   const config = loadConfig({
@@ -51,7 +53,7 @@ export async function startTestService(
   const service = await startService(config, {
     api: opts.api ?? true,
     worker: opts.worker ?? true,
-    log: createLogger(config.logLevel),
+    log: opts.log ?? createLogger(config.logLevel),
     names,
     ...(opts.faults ? { faults: opts.faults } : {}),
     ...(opts.now ? { now: opts.now } : {}),
