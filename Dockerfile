@@ -32,6 +32,9 @@ COPY workers ./workers
 RUN npm run build
 
 FROM node:22-bookworm-slim AS production
+# The source commit, shown by vulndb_build_info: `docker compose build --build-arg VULNDB_COMMIT=$(git rev-parse --short HEAD)`.
+ARG VULNDB_COMMIT=""
+ENV VULNDB_COMMIT=${VULNDB_COMMIT}
 ENV NODE_ENV=production \
     NPM_CONFIG_UPDATE_NOTIFIER=false \
     NPM_CONFIG_FUND=false \

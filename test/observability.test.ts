@@ -108,6 +108,17 @@ describe('the admin listener', () => {
     expect(queues.queues.map((q: { name: string }) => q.name).sort()).toEqual(['checks', 'checks-bulk', 'notifications']);
   });
 
+  it('given a statement the store refuses, when scraped, then it is counted as a store error of its kind', async () => {
+    const scrape = async () => (await fetch(`${svc.adminUrl}/metrics`)).text();
+    const before = sample(await scrape(), 'vulndb_store_errors_total', { kind: 'query' });
+    await expect(svc.store.query('SELECT no_such_function_at_all()')).rejects.toThrow();
+    const after = await scrape();
+    expect(sample(after, 'vulndb_store_errors_total', { kind: 'query' }) - before).toBe(1);
+    expect(after).toMatch(/^vulndb_store_errors_total\{kind="insert"\} \d+$/m);
+    expect(sample(after, 'vulndb_ready', { dependency: 'store' })).toBe(1);
+    expect(sample(after, 'vulndb_ready', { dependency: 'redis' })).toBe(1);
+  });
+
   it('when scraped, then vulndb_build_info names the version, the Node.js version and the commit', () => {
     const lines = metricsText.split('\n').filter((l) => l.startsWith('vulndb_build_info{'));
     expect(lines).toEqual([`vulndb_build_info{version="${packageVersion()}",node="${process.version}",commit="abc1234"} 1`]);
@@ -182,5 +193,8 @@ describe('/readyz without Redis', () => {
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ status: 'unavailable', store: 'ok', redis: 'down' });
     expect((await fetch(`${svc.adminUrl}/healthz`)).status).toBe(200);
+    const metrics = await (await fetch(`${svc.adminUrl}/metrics`)).text();
+    expect(metrics).toContain('vulndb_ready{dependency="redis"} 0');
+    expect(metrics).toContain('vulndb_ready{dependency="store"} 1');
   });
 });

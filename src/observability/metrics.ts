@@ -60,6 +60,38 @@ export const storeQueryDuration = new client.Histogram({
   registers,
 });
 
+const STATEMENT_KINDS = ['query', 'fields', 'command', 'insert'] as const;
+
+export const storeErrors = new client.Counter({
+  name: 'vulndb_store_errors_total',
+  help: 'Store statements that failed, by kind (unreachable, engine errors, time limits; not the ones superseded by newer data)',
+  labelNames: ['kind'] as const,
+  registers,
+});
+for (const kind of STATEMENT_KINDS) storeErrors.inc({ kind }, 0);
+
+/** Whether the store and Redis answer: the probe of /readyz, also run at each scrape. */
+export type ReadinessProbe = () => Promise<{ store: boolean; redis: boolean }>;
+let readinessProbe: ReadinessProbe | undefined;
+
+new client.Gauge({
+  name: 'vulndb_ready',
+  help: '1 when the dependency answers the probe of /readyz at this scrape, 0 when not: store, redis',
+  labelNames: ['dependency'] as const,
+  registers,
+  async collect() {
+    if (!readinessProbe) return;
+    const ready = await readinessProbe();
+    this.set({ dependency: 'store' }, ready.store ? 1 : 0);
+    this.set({ dependency: 'redis' }, ready.redis ? 1 : 0);
+  },
+});
+
+/** What the readiness gauge probes (the process's store and Redis). */
+export function watchReadiness(probe: ReadinessProbe | undefined): void {
+  readinessProbe = probe;
+}
+
 /** Jobs per queue and state, read from Redis at each scrape. */
 export type QueueCounts = () => Promise<{ queue: string; counts: Record<string, number> }[]>;
 let queueCounts: QueueCounts | undefined;
