@@ -205,6 +205,22 @@ describe('vulndb import --format sarif|trivy', () => {
     expect(done.stdout).toContain('\n  every report was a duplicate: imported before, nothing changed\n');
   });
 
+  it('moves the progress with every document read, by its bytes', async () => {
+    const three = fs.mkdtempSync(path.join(os.tmpdir(), 'vulndb-import-three-'));
+    for (const name of ['a.json', 'b.json', 'c.json']) fs.copyFileSync(TRIVY, path.join(three, name));
+    const seen: number[] = [];
+    const documents = { format: 'trivy' as const, target: 'three.example.com' };
+    try {
+      const summary = await importReports({ inputs: [three], documents, queue: svc.bulk, onProgress: (p) => seen.push(p.bytesRead) });
+      const size = fs.statSync(TRIVY).size;
+      expect(seen).toEqual([size, 2 * size, 3 * size, 3 * size]);
+      expect(summary.bytesRead).toBe(3 * size);
+      await svc.settle();
+    } finally {
+      fs.rmSync(three, { recursive: true, force: true });
+    }
+  });
+
   it('shows the progress of a document by its bytes: the whole file read, no unknown ETA', async () => {
     const done = await vulndb(['--format', 'trivy', '--target', 'progress.example.com', TRIVY]);
     expect(done.code ?? 0).toBe(0);
