@@ -15,8 +15,8 @@ import { parse as parseYaml } from 'yaml';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RULES = 'deploy/prometheus/alerts.yml';
 const RULE_TESTS = 'deploy/prometheus/alerts.test.yml';
-/** Metrics of the webhook delivery change, under the names either of its variants gives them. */
-const FROM_THE_WEBHOOK_CHANGE = ['vulndb_webhook_deliveries_total', 'vulndb_webhook_backlog', 'vulndb_webhook_delivery_backlog'];
+/** Exported by the webhook delivery change (merged into main after this file was written): not in src/ here before that merge. */
+const FROM_THE_WEBHOOK_CHANGE = ['vulndb_webhook_deliveries_total', 'vulndb_webhook_delivery_backlog'];
 
 function promtool(...args: string[]) {
   const run = spawnSync('promtool', args, { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
