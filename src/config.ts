@@ -28,11 +28,23 @@ function isKeySetUrl(text: string): boolean {
   return url.protocol === 'https:' || (url.protocol === 'http:' && loopback);
 }
 
+function isRedisUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '' && /^(\/\d*)?$/.test(url.pathname);
+  } catch {
+    return false;
+  }
+}
+
 const envSchema = z.object({
   DB_API_PORT: port.default(8080),
   METRICS_API_PORT: port.default(8081),
   HOST: z.string().min(1).default('0.0.0.0'),
-  REDIS_URL: z.string().min(1).default('redis://localhost:6379'),
+  // ioredis takes an unparseable URL for a host name and retries it forever: refuse it at start.
+  REDIS_URL: z.string().min(1).default('redis://localhost:6379').refine(isRedisUrl, {
+    error: 'must be a redis:// or rediss:// URL with a host, e.g. redis://redis:6379 or rediss://:password@host:6380/0',
+  }),
   WORKER_CONCURRENCY: positiveInt.default(1),
   INGEST_BATCH_SIZE: positiveInt.max(20_000).default(4000),
   INGEST_BATCH_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(20),
@@ -81,6 +93,8 @@ const envSchema = z.object({
   ADMIN_PORT: port.default(9464),
   ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  // The source commit of the build, for vulndb_build_info (the image's build argument of the same name).
+  VULNDB_COMMIT: optionalString,
   // SPEC §12.1: an unreadable policy stops the start rather than silently counting no breach.
   SLA_DAYS: optionalString.transform((v, ctx) => {
     try {
@@ -155,6 +169,8 @@ export interface Config {
   logLevel: Env['LOG_LEVEL'];
   /** The triage page's sign-in through an identity provider (SPEC §15); none: a pasted token. */
   oidc: { issuer: string; clientId: string } | undefined;
+  /** VULNDB_COMMIT: the commit the running code was built from, when known (vulndb_build_info). */
+  commit: string | undefined;
   /** Remediation deadlines in days per severity (SPEC §12.1, SLA_DAYS). */
   slaPolicy: SlaPolicy;
   /** SPEC §9.1: where deliveries may go (WEBHOOK_ALLOW_PRIVATE) and how many subscriptions (MAX_WEBHOOKS). */
@@ -224,6 +240,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     logLevel: e.LOG_LEVEL,
     oidc: e.OIDC_ISSUER !== undefined && e.OIDC_CLIENT_ID !== undefined ? { issuer: e.OIDC_ISSUER, clientId: e.OIDC_CLIENT_ID } : undefined,
+    commit: e.VULNDB_COMMIT,
     slaPolicy: e.SLA_DAYS,
     webhooks: { allowPrivate: e.WEBHOOK_ALLOW_PRIVATE, maxSubscriptions: e.MAX_WEBHOOKS },
   };

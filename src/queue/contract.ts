@@ -206,6 +206,9 @@ export function checkReport(data: unknown): ReportVerdict {
  */
 export const NOTIFICATIONS_QUEUE = 'notifications';
 
+/** Every queue of the service: the ones `vulndb jobs --queue` accepts. */
+export const QUEUES: readonly string[] = [CHECKS_QUEUE, CHECK_BUNDLES_QUEUE, NOTIFICATIONS_QUEUE];
+
 const uuid = z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/);
 
 export const notificationEventSchema = z.object({
