@@ -214,7 +214,7 @@ describe('vulndb import --format sarif|trivy', () => {
       maxEventAgeDays: 0,
       log: silentLogger,
     });
-    const documents = { format: 'trivy' as const, target: 'direct.example.com' };
+    const documents = { format: 'trivy' as const, target: 'direct.example.com', maxReportBytes: 10 * 1024 * 1024 };
     expect(await importDirect({ inputs: [TRIVY], documents, batcher, maxInFlight: 4 })).toMatchObject({
       read: 1,
       ingested: 1,
