@@ -64,6 +64,16 @@ const SLICE_MS = 5;
 const CHECK_CLOCK_EVERY = 64;
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
+/** JSON writes an unpaired surrogate as an escape such as `\ud83d` (and may match an escaped backslash before `ud83d`: then checked for nothing). */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+/** The value with its text made storable (SPEC §3.3 item 6) and the bytes of its JSON, serialized once when it already is. */
+function storable<T>(value: T): [T, number] {
+  const text = JSON.stringify(value);
+  if (!SURROGATE_ESCAPE.test(text)) return [value, Buffer.byteLength(text)];
+  const repaired = wellFormedJson(value);
+  return [repaired, jsonBytes(repaired)];
+}
 
 /** Counts the JSON bytes of the reports converted so far against the bound, and paces the work. */
 class Budget {
@@ -110,9 +120,9 @@ async function reportOf(
     if (v === undefined) continue;
     const parsed = vulnerabilitySchema.safeParse(v);
     if (!parsed.success) return { reason: `${where}: ${describeIssues(parsed.error, 5, ['vulnerabilities', vulnerabilities.length])}` };
-    const vulnerability = wellFormedJson(parsed.data);
+    const [vulnerability, bytes] = storable(parsed.data);
     // The report's JSON is its fields' with `[]`, plus each vulnerability's and the commas between them.
-    if (!budget.add(jsonBytes(vulnerability) + (vulnerabilities.length > 0 ? 1 : 0))) return tooManyBytes(limits);
+    if (!budget.add(bytes + (vulnerabilities.length > 0 ? 1 : 0))) return tooManyBytes(limits);
     vulnerabilities.push(vulnerability);
   }
   report.vulnerabilities = vulnerabilities;
