@@ -123,26 +123,43 @@ describe('POST /imports within bounds', () => {
   });
   afterAll(() => svc.close());
 
+  /**
+   * The slowest /healthcheck while the same body is posted and refused before conversion: the
+   * service's synchronous JSON.parse of 2.9 MB (65 ms of CPU on the EPYC host) is in it, and on a
+   * busy machine whatever CPU contention stretches it to. Conversion may add no block of its own.
+   */
+  async function slowestHealthWithoutConversion(body: string): Promise<number> {
+    const res = await answeredWhileHealthy(svc, () => post(svc, '/imports/trivy', body));
+    expect(res.body.message).toMatch(/^not a Trivy JSON document/);
+    return Math.max(...res.health);
+  }
+  // 100 ms; on a machine busy enough to stretch the parse itself beyond 50 ms, twice what the parse alone costs there.
+  const healthBound = (parsing: number) => Math.max(100, 2 * parsing);
+
   it("answers the issue's 80,000-rule document (an endTimeUtc that is no time) with 400 within 2 s, /healthcheck within 100 ms meanwhile", async () => {
     const body = manyRulesSarif(80_000, { match: false, endTimeUtc: 'not a time' });
     expect(body.length).toBeLessThan(3 * 1024 * 1024);
+    const parsing = await slowestHealthWithoutConversion(body);
     const res = await answeredWhileHealthy(svc, () => post(svc, '/imports/sarif', body));
     expect(res.status, JSON.stringify(res.body)).toBe(400);
     expect(res.body.message).toMatch(/^converted report: end_time: must be a timestamp/);
     expect(res.ms).toBeLessThan(2000);
-    expect(Math.max(...res.health), JSON.stringify(res.health.map(Math.round))).toBeLessThanOrEqual(100);
+    const health = JSON.stringify({ parsing: Math.round(parsing), import: res.health.map(Math.round) });
+    expect(Math.max(...res.health), health).toBeLessThanOrEqual(healthBound(parsing));
     expect(await queued(svc)).toEqual({ jobs: 0, jobKeys: 0 });
   });
 
   it('converts the same document with a valid time up to the bound (413), /healthcheck within 100 ms meanwhile', async () => {
     // Its 80,000 vulnerabilities hold 12 MB of JSON: nearly all of them are converted before the bound is passed.
     const body = manyRulesSarif(80_000, { match: false });
+    const parsing = await slowestHealthWithoutConversion(body);
     const cpu = process.cpuUsage();
     const res = await answeredWhileHealthy(svc, () => post(svc, '/imports/sarif', body));
     const used = process.cpuUsage(cpu);
     expect(res.status, JSON.stringify(res.body)).toBe(413);
     expect(res.health.length).toBeGreaterThan(2);
-    expect(Math.max(...res.health), JSON.stringify(res.health.map(Math.round))).toBeLessThanOrEqual(100);
+    const health = JSON.stringify({ parsing: Math.round(parsing), import: res.health.map(Math.round) });
+    expect(Math.max(...res.health), health).toBeLessThanOrEqual(healthBound(parsing));
     // This process's CPU (client and service): about 0.5 s; the rule search alone took 50 s.
     expect((used.user + used.system) / 1000, `answered in ${Math.round(res.ms)} ms`).toBeLessThan(2000);
     expect(await queued(svc)).toEqual({ jobs: 0, jobKeys: 0 });
