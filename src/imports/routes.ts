@@ -37,8 +37,13 @@ export function importRoutes(deps: ImportRouteDeps): Router {
     if ('malformed' in parsed) throw new ApiError(400, MALFORMED[parsed.malformed] ?? 'Malformed Parameter');
     const bytes = await readBodyBytes(ctx, deps.maxReportBytes, IMPORT_FORMATS[format].mediaTypes);
     const document = parseJsonBody(bytes);
-    const ctxOf = { sha256: documentSha256(bytes), target: parsed.params.target, time: parsed.params.time, now: formatInstant(deps.now()) };
-    const imported = await importDocument(format, document, ctxOf, { maxBytes: deps.maxReportBytes });
+    const convertContext = {
+      sha256: documentSha256(bytes),
+      target: parsed.params.target,
+      time: parsed.params.time,
+      now: formatInstant(deps.now()),
+    };
+    const imported = await importDocument(format, document, convertContext, { maxBytes: deps.maxReportBytes });
     if ('reason' in imported) {
       countReports('rejected');
       throw dbErrors.badBody(imported.reason);
