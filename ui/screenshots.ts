@@ -4,13 +4,14 @@
  * 1280×800, into docs/images/. Run it against `npm run demo` once its history is ingested.
  */
 import fs from 'node:fs';
-import { launchChromium } from '../test/support/browser.js';
+import { launchBrowser } from '../test/support/browser.js';
 
 const [base, token] = process.argv.slice(2);
 if (!base || !token) throw new Error('usage: npm run ui:screenshots -- <metrics API URL> <token>');
 fs.mkdirSync('docs/images', { recursive: true });
-const browser = await launchChromium();
-const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+const browser = await launchBrowser();
+const { page } = await browser.newPage();
+await page.setViewportSize({ width: 1280, height: 800 });
 await page.goto(`${base}/ui/signin`);
 await page.evaluate(`sessionStorage.setItem('vulndb.token', ${JSON.stringify(token)})`);
 const shoot = async (path: string, file: string) => {

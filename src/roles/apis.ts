@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { Queue } from 'bullmq';
 import { createDbApi } from '../app.js';
 import { openDbApiWarning } from '../auth/db-api.js';
+import { JwksKeySet } from '../auth/jwks.js';
 import { startDecisionEffects, type DecisionEffects } from '../decisions/effects.js';
 import { nowSeconds } from '../domain/time.js';
 import { answerClientErrors } from '../http/client-errors.js';
@@ -28,7 +29,11 @@ const isMetricsPath = (url: string | undefined) => url !== undefined && (url.sta
 export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppable & { dbApiUrl: string; metricsApiUrl: string }> {
   const { config, opts, log, store, redis, names } = s;
   const metricsLog = log.child({ api: 'metrics' });
-  const tokens = tokenKeys(config.jwt, config.dataDir);
+  // SPEC §8.1: the provider's key set is fetched at start; the service starts without it if the
+  // provider is unreachable (its tokens are refused until a later fetch succeeds).
+  const jwks = config.jwt.jwksUrl !== undefined ? new JwksKeySet({ url: config.jwt.jwksUrl, log: metricsLog }) : undefined;
+  await jwks?.refresh();
+  const tokens = tokenKeys(config.jwt, config.dataDir, jwks);
   describeKeys(tokens, config.dataDir, metricsLog);
   const openWarning = openDbApiWarning(config);
   if (openWarning) log.warn(openWarning);
