@@ -33,10 +33,12 @@ describe('a job handed to the processor while the process stops', () => {
       log,
       totals: svc.totals,
     });
+    // The stop began before the job is taken.
     let asked = 0;
+    const stoppedAt = Date.now();
     const processors = ingestProcessors(batcher, log, () => {
       asked += 1;
-      return true;
+      return stoppedAt;
     });
     const job = await svc.queue!.add('check', report({ check_id: 'stopping-0', end_time: '2024-01-01 10:00:00', vulnerabilities: [V] }));
     const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });

@@ -10,7 +10,7 @@ import type { StopDeadline } from './stop-deadline.js';
 /** The worker role: the batcher and the BullMQ workers that feed it, on a connection of their own. */
 function startIngest(
   s: RoleContext,
-  stopping: () => boolean,
+  stoppedAt: () => number | undefined,
   notify?: Notifications['notify'],
 ): { batcher: ReportBatcher; workers: Worker[]; connection: Redis } {
   const { config, log } = s;
@@ -36,7 +36,7 @@ function startIngest(
     reportsInFlight: config.ingest.batchSize * config.ingest.concurrency,
     jobs: config.jobs,
     log: log.child({ component: 'worker' }),
-    stopping,
+    stoppedAt,
   });
   log.info('ingest worker started', {
     queues: workers.map((w) => w.name),
@@ -72,10 +72,10 @@ export function startWorkerRole(s: RoleContext): Stoppable & { batcher: ReportBa
     options: s.opts.notifications,
   });
   // Set as the stop begins, so that a job BullMQ still hands over then is handed back.
-  const intake = { open: true };
-  const ingest = startIngest(s, () => !intake.open, notifications.notify);
+  const intake: { stoppedAt?: number } = {};
+  const ingest = startIngest(s, () => intake.stoppedAt, notifications.notify);
   const stop = async (deadline: StopDeadline) => {
-    intake.open = false;
+    intake.stoppedAt = Date.now();
     const held = Promise.all(ingest.workers.map((w) => w.close())).then(() => ingest.batcher.drain());
     // Deliveries wait in their queue for the next process.
     void notifications.worker.close().catch(() => undefined);
