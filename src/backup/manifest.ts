@@ -63,8 +63,15 @@ export const holdsRows = (t: StoredTable) => !ROWLESS_ENGINES.has(t.engine);
 export const copiedAsFile = (t: StoredTable) => COPIED_ENGINES.has(t.engine);
 
 /**
+ * Tables whose rows background merges rewrite (a replacing table's versions collapse, a summing
+ * table's rows add up): read FINAL, they give the same rows however far merges went.
+ */
+const mergesRows = (t: StoredTable) => t.engine.endsWith('MergeTree') && !/^(Replicated)?MergeTree$/.test(t.engine);
+
+/**
  * Rows and an order-independent checksum (the wrapping sum of the rows' hashes) of each table
- * holding rows. With merges stopped, the same parts give the same sums wherever they are read.
+ * holding rows, as merged (FINAL) where merges change rows: the same data gives the same sums
+ * wherever and whenever it is read.
  */
 export async function tableSums(
   store: Store,
@@ -76,7 +83,7 @@ export async function tableSums(
   const sums: TableSum[] = [];
   for (const t of counted) {
     const [row] = await store.query<{ rows: number; checksum: string }>(
-      'SELECT count() AS rows, hex(sum(cityHash64(*))) AS checksum FROM {db:Identifier}.{t:Identifier}',
+      `SELECT count() AS rows, hex(sum(cityHash64(formatRowNoNewline('TabSeparated', *)))) AS checksum FROM {db:Identifier}.{t:Identifier}${mergesRows(t) ? ' FINAL' : ''}`,
       { db: database, t: t.name },
       { timeoutMs: 0 },
     );

@@ -57,9 +57,7 @@ export async function restoreSnapshot(
   const manifest = readManifest(dir);
   await emptyOrRefuse(store);
   onProgress({ phase: 'restore', done: 0, of: 1 });
-  // Merges would collapse rows before they are counted.
-  await store.command('SYSTEM STOP MERGES');
-  try {
+  {
     const tables = manifest.tables.map(({ name, engine }) => ({ name, engine }));
     await restoreInto(store, dir, manifest.database, store.database, tables);
     onProgress({ phase: 'restore', done: 1, of: 1 });
@@ -67,8 +65,6 @@ export async function restoreSnapshot(
     const sums = await tableSums(store, store.database, restored, (done, of) => onProgress({ phase: 'verify', done, of }));
     const wrong = differences(manifest.tables, sums);
     if (wrong.length > 0) throw new SnapshotError(`the restored store differs from the snapshot: ${wrong.join('; ')}`);
-  } finally {
-    await store.command('SYSTEM START MERGES');
   }
   onProgress({ phase: 'migrate', done: 0, of: 1 });
   const migrations = await migrate(store, log);

@@ -23,8 +23,7 @@ import {
 
 /**
  * `vulndb backup` in embedded mode (SPEC §14), run by the service that owns the data folder: with
- * the commit gate closed (no batch half written, no write landing) and merges stopped (the parts
- * stay as counted), it sums every table, has the engine BACKUP the database and copies the
+ * the commit gate closed (no batch half written, no write landing), it sums every table, has the engine BACKUP the database and copies the
  * key-value tables; then, writers running again, it verifies the copy by restoring it into a
  * scratch database and summing that, and writes the manifest last.
  */
@@ -106,8 +105,6 @@ export async function takeSnapshot(
   const { store, gate, log } = deps;
   fs.mkdirSync(path.join(dir, TABLES_DIR), { recursive: true });
   const started = Date.now();
-  // Merges rewrite parts (a replacing table's rows collapse): stopped, the sums hold until verified.
-  await store.command('SYSTEM STOP MERGES');
   try {
     const { manifest, tables } = await gate.close(async () => {
       const tables = await snapshotTables(store, store.database);
@@ -144,7 +141,9 @@ export async function takeSnapshot(
     if (JSON.stringify(reread) !== JSON.stringify(manifest)) throw new SnapshotError(`${MANIFEST_FILE} reads back differently`);
     log.info('snapshot verified', { dir, bytes: manifest.bytes, sources: manifest.sources, ms: Date.now() - started });
     return manifest;
-  } finally {
-    await store.command('SYSTEM START MERGES');
+  } catch (err) {
+    // A snapshot that is not verified is no snapshot: no folder that could be mistaken for one.
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw err;
   }
 }

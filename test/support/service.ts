@@ -30,7 +30,11 @@ export interface TestService extends Service {
 }
 
 export async function startTestService(
-  opts: Partial<Pick<ServiceOptions, 'api' | 'worker' | 'faults' | 'now' | 'notifications'>> & { env?: Record<string, string> } = {},
+  opts: Partial<Pick<ServiceOptions, 'api' | 'worker' | 'faults' | 'now' | 'notifications'>> & {
+    env?: Record<string, string>;
+    /** An existing database of the test engine (a restored one) instead of a fresh one. */
+    database?: string;
+  } = {},
 ): Promise<TestService> {
   const id = randomUUID().slice(0, 8);
   const config = loadConfig({
@@ -45,7 +49,7 @@ export async function startTestService(
     LOG_LEVEL: 'silent',
     ...opts.env,
   });
-  config.store = testStoreConfig();
+  config.store = testStoreConfig(opts.database);
   const names: RedisNames = { queuePrefix: `bull-test-${id}`, keyPrefix: `vulndb-test-${id}` };
   const service = await startService(config, {
     api: opts.api ?? true,
