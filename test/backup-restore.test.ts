@@ -270,3 +270,23 @@ describe('the snapshot folder', () => {
     await expect(restoreSnapshot(store, full, silentLogger)).rejects.toThrow(/manifest.json is missing/);
   });
 });
+
+describe("server mode's documented statements", () => {
+  it('are BACKUP and RESTORE statements the engine parses, to a disk and to S3', async () => {
+    const store = await openStore(testStoreConfig());
+    stores.push(store);
+    const doc = fs.readFileSync(path.resolve('docs/OPERATIONS.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## Backup and restore'), doc.indexOf('## Reference'));
+    const statements = [...section.matchAll(/^(BACKUP|RESTORE) DATABASE .*;$/gm)].map((m) => m[0].slice(0, -1));
+    expect(
+      statements.map((s) =>
+        s
+          .match(/(TO|FROM) (\w+)\(/)!
+          .slice(1)
+          .join(' '),
+      ),
+    ).toEqual(['TO Disk', 'TO S3', 'FROM Disk']);
+    for (const s of statements) expect((await store.query(`EXPLAIN AST ${s}`)).length).toBeGreaterThan(0);
+    await expect(store.query('EXPLAIN AST BACKUP DATABASE vulndb INTO Disk()')).rejects.toThrow();
+  });
+});
