@@ -142,8 +142,9 @@ export async function takeSnapshot(
     log.info('snapshot verified', { dir, bytes: manifest.bytes, sources: manifest.sources, ms: Date.now() - started });
     return manifest;
   } catch (err) {
-    // A snapshot that is not verified is no snapshot: no folder that could be mistaken for one.
-    fs.rmSync(dir, { recursive: true, force: true });
+    // A snapshot that is not verified is no snapshot: nothing left that could be mistaken for one
+    // (the folder itself stays: it may be the operator's mount point).
+    for (const entry of fs.readdirSync(dir)) fs.rmSync(path.join(dir, entry), { recursive: true, force: true });
     throw err;
   }
 }
