@@ -1,6 +1,7 @@
 import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DataVersion } from './cache/data-version.js';
+import { packageVersion } from './cli/version.js';
 import type { Config } from './config.js';
 import { closeServer } from './http/servers.js';
 import type { BatcherOptions, ReportBatcher } from './ingest/batcher.js';
@@ -11,6 +12,7 @@ import type { Logger } from './log.js';
 import { notificationsQueue } from './notifications/emit.js';
 import type { NotificationsOptions } from './notifications/worker.js';
 import { QUEUE_BOARD_PATH, startAdmin } from './observability/admin.js';
+import { recordBuildInfo } from './observability/metrics.js';
 import { bundlesQueue, checksQueue } from './queue/producer.js';
 import { defaultRedisNames, requestConnection, whenReady, type RedisNames } from './queue/redis.js';
 import { startApiRole } from './roles/apis.js';
@@ -103,6 +105,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
 
   // Every process, whatever its roles, can be watched and probed.
   const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names), notificationsQueue(redis, names)];
+  recordBuildInfo({ version: packageVersion(), commit: config.commit });
   // Embedded mode: the process owning the data folder takes snapshots. ADMIN_TOKEN comes with the
   // admin listener's authentication (config.admin.token), when it is there.
   const backup = { store, gate, log: log.child({ component: 'backup' }), token: (config.admin as { token?: string }).token };

@@ -39,6 +39,10 @@ const SPEC_ENV = [
   'JWT_PUBLIC_KEY',
   'JWT_ISSUER',
   'JWT_AUDIENCE',
+  'JWT_JWKS_URL',
+  'JWT_TEAMS_CLAIM',
+  'JWT_ADMIN_CLAIM',
+  'JWT_ADMIN_VALUE',
   'DB_API_AUTH',
   'QUERY_TIMEOUT_MS',
 ];
@@ -375,9 +379,11 @@ describe('Dockerfile', () => {
   const commands = (stage: { instructions: { keyword: string; args: string }[] }, keyword: string) =>
     stage.instructions.filter((i) => i.keyword === keyword).map((i) => i.args);
 
-  it('builds in two stages from Node 20 (Debian slim): a build stage and the production stage it copies dist/ from', () => {
+  it('builds in two stages from Node 22 LTS (Debian slim): a build stage and the production stage it copies dist/ from', () => {
     expect(stages.length).toBe(2);
-    for (const s of stages) expect(s.from).toBe('node:20-bookworm-slim');
+    for (const s of stages) expect(s.from).toBe('node:22-bookworm-slim');
+    // package.json's engines and .ci/run (which reads the FROM line) follow the image's major.
+    expect(packageJson.engines.node).toBe('>=22');
     expect(build).toBeDefined();
     expect(production.name).toBe('production');
     expect(commands(build!, 'RUN')).toContain('npm run build');
@@ -397,8 +403,9 @@ describe('Dockerfile', () => {
     expect(installs[0]).toMatch(/npm ci\b/);
     expect(installs[0]).toMatch(/--omit=dev\b/);
     expect(installs[0]).toMatch(/--omit=optional\b/);
-    // The production stage carries no TypeScript sources, and nothing runs TypeScript.
-    for (const copy of commands(production, 'COPY')) expect(copy).not.toMatch(/^(src|workers|bin|tsconfig)/);
+    // The production stage carries no TypeScript sources, and nothing runs TypeScript: bin/vulndb.mjs
+    // (the `vulndb` on PATH) runs dist/ when src/ is absent.
+    for (const copy of commands(production, 'COPY')) expect(copy).not.toMatch(/^(src|workers|tsconfig)/);
     expect(packageJson.optionalDependencies?.chdb).toBeDefined();
     expect(packageJson.dependencies.chdb).toBeUndefined();
     expect(packageJson.dependencies.tsx).toBeUndefined();

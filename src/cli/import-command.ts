@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { cliConfig } from './config.js';
 import { CliError, EXIT, usageError } from './exit.js';
 import type { DirectProgress, FailedBundles, ImportProgress, ImportSummary } from './import.js';
+import { duplicatesNote, type ProcessedReports, processedReports, processedText } from './import-outcome.js';
 import { formatBytes, importRate, progressShower } from './progress.js';
 import type { ImportFormatName } from '../imports/formats.js';
 import type { DocumentImport } from './read-documents.js';
@@ -131,6 +132,7 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
     progress.show(queuedLine(summary, total, summary.seconds), true);
     progress.end();
     let failed: FailedBundles | undefined;
+    let processed: ProcessedReports | undefined;
     if (opts.wait) {
       try {
         await waitForQueueDrain(queue, (remaining) => progress.show(`waiting for the worker: ${remaining} bundles left`), stallTimeoutMs);
@@ -143,17 +145,20 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
       }
       progress.end();
       failed = await failedBundles(queue, jobIds, startedAt);
+      processed = await processedReports(queue, jobIds);
     }
     const seconds = elapsed();
     if (opts.json) {
-      process.stdout.write(`${JSON.stringify({ ...summary, seconds, ...(failed ? { failedBundles: failed } : {}) })}\n`);
+      const waited = failed ? { failedBundles: failed, processed } : {};
+      process.stdout.write(`${JSON.stringify({ ...summary, seconds, ...waited })}\n`);
     } else {
       process.stdout.write(
         `accepted ${summary.accepted}, ignored ${summary.ignored} (status not FINISHED), rejected ${summary.rejected} ` +
           `of ${summary.read} reports in ${seconds.toFixed(1)} s` +
-          (failed ? ` (processed${failed.count > 0 ? `; ${failed.count} of ${jobIds.size} bundles failed` : ''})` : '') +
+          (failed ? ` (${processedText(processed!)}${failed.count > 0 ? `; ${failed.count} of ${jobIds.size} bundles failed` : ''})` : '') +
           '\n',
       );
+      if (processed) process.stdout.write(duplicatesNote(processed) ?? '');
       printRejections(summary);
       if (failed) printFailed(failed);
     }
@@ -253,6 +258,7 @@ async function directImport(inputs: string[], documents: DocumentImport | undefi
       `ingested ${summary.ingested}, duplicates ${summary.duplicates}, ignored ${summary.ignored} (status not FINISHED), ` +
         `rejected ${summary.rejected} of ${summary.read} reports in ${summary.seconds.toFixed(1)} s\n`,
     );
+    process.stdout.write(duplicatesNote({ ...summary, unknownBundles: 0 }) ?? '');
     printRejections(summary);
   }
   process.exitCode = summary.rejected > 0 ? EXIT.failed : EXIT.ok;

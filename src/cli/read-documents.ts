@@ -60,9 +60,11 @@ export async function* readDocuments(
     }
     for (const file of listInputFiles([input], DOCUMENT_FILE)) {
       const size = (await fs.promises.stat(file)).size;
-      if (size > WHOLE_DOCUMENT_BYTES) yield { origin: file, error: `larger than ${WHOLE_DOCUMENT_BYTES / 1024 / 1024} MiB: not read` };
-      else yield* documentReports(await fs.promises.readFile(file), file, how);
+      const bytes = size > WHOLE_DOCUMENT_BYTES ? undefined : await fs.promises.readFile(file);
+      // Counted once read, before its reports go on: the progress of a one-document import is its share.
       if (position) position.bytes += size;
+      if (bytes === undefined) yield { origin: file, error: `larger than ${WHOLE_DOCUMENT_BYTES / 1024 / 1024} MiB: not read` };
+      else yield* documentReports(bytes, file, how);
     }
   }
 }

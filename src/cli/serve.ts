@@ -46,7 +46,8 @@ export async function runService(cfg: Config, roles: { api: boolean; worker: boo
 export async function serve(role: string | undefined, opts: { demo?: boolean }, command: Command): Promise<void> {
   const r = role ?? 'all';
   if (!['all', 'api', 'worker'].includes(r)) usageError(command, `unknown role "${r}": use all, api or worker`);
-  const { service, log } = await runService(await cliConfig(), { api: r !== 'worker', worker: r !== 'api' });
+  const config = await cliConfig();
+  const { service, log } = await runService(config, { api: r !== 'worker', worker: r !== 'api' });
   if (opts.demo) {
     const [{ seedDemo }, { checksQueue }, { defaultRedisNames }] = await Promise.all([
       import('../demo/seed.js'),
@@ -54,6 +55,8 @@ export async function serve(role: string | undefined, opts: { demo?: boolean }, 
       import('../queue/redis.js'),
     ]);
     const queue = service.queue ?? checksQueue(service.redis, defaultRedisNames);
+    if (service.metricsApiUrl)
+      log.info('triage page', { page: `${service.metricsApiUrl}/ui/`, signIn: await demoSignIn(config, service.metricsApiUrl) });
     await seedDemo({ store: service.store, locks: service.locks, queue, log });
     if (service.dbApiUrl) {
       log.info('demo ready: try these', {
@@ -63,5 +66,15 @@ export async function serve(role: string | undefined, opts: { demo?: boolean }, 
         mttr: `${service.dbApiUrl}/stats/mttr`,
       });
     }
+  }
+}
+
+/** A sign-in address for the demo: an admin token for 8 hours in the fragment (never sent to a server). */
+async function demoSignIn(config: Config, metricsApiUrl: string): Promise<string> {
+  const { mintToken } = await import('./token-mint.js');
+  try {
+    return `${metricsApiUrl}/ui/signin#token=${mintToken(config, { sub: 'demo-admin', teams: [], admin: true, ttl: 8 * 3600 })}`;
+  } catch {
+    return `${metricsApiUrl}/ui/signin (mint a token with \`vulndb token\`)`;
   }
 }

@@ -10,7 +10,7 @@ import { within } from '../domain/deadline.js';
 import type { Logger } from '../log.js';
 import { type BackupRouteDeps, mountBackupRoute } from '../backup/admin-routes.js';
 import type { Store } from '../storage/gateway.js';
-import { registry, watchQueues } from './metrics.js';
+import { registry, watchQueues, watchReadiness } from './metrics.js';
 
 /**
  * The admin listener every process opens (ADMIN_PORT, default 9464, on ADMIN_HOST, default
@@ -49,13 +49,18 @@ function createAdminApp(deps: AdminDeps): Koa {
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
-  router.get('/readyz', async (ctx) => {
+  const probe = async () => {
     const [store, redis] = await Promise.all([
       answers(async () => {
         if (!(await deps.store.ping())) throw new Error('store does not answer');
       }),
       answers(() => deps.redis.ping()),
     ]);
+    return { store, redis };
+  };
+  watchReadiness(probe);
+  router.get('/readyz', async (ctx) => {
+    const { store, redis } = await probe();
     ctx.status = store && redis ? 200 : 503;
     ctx.body = { status: store && redis ? 'ready' : 'unavailable', store: store ? 'ok' : 'down', redis: redis ? 'ok' : 'down' };
   });

@@ -79,6 +79,7 @@ export function startWorkerRole(s: RoleContext): Stoppable & { batcher: ReportBa
     names: s.names,
     log: log.child({ component: 'notifications' }),
     slaPolicy: config.slaPolicy,
+    allowPrivate: config.webhooks.allowPrivate,
     options: s.opts.notifications,
   });
   const ingest = startIngest(s, notifications.notify);
