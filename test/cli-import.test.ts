@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { importDirect, importReports } from '../src/cli/import.js';
 import { ReportBatcher } from '../src/ingest/batcher.js';
 import { silentLogger } from '../src/log.js';
@@ -13,6 +13,7 @@ import { freshStore, testDataDir } from './support/engine.js';
 import { report, V } from './support/reports.js';
 import { json, REDIS_URL, startTestService, type TestService } from './support/service.js';
 import { ownedStore } from './support/owned-store.js';
+import { longHelpSarif, manyRunsSarif } from './support/large-imports.js';
 
 const r = (id: string, target = 'www.example.com', day = '01') =>
   report({ check_id: id, target, end_time: `2024-01-${day} 10:00:00`, vulnerabilities: [V] });
@@ -194,6 +195,22 @@ describe('vulndb import --format sarif|trivy', () => {
     expect(findings.map((f: any) => f.source.time)).toEqual(['2024-06-01T12:00:00Z', '2024-06-01T12:00:00Z']);
   });
 
+  it('refuses a document whose reports pass MAX_REPORT_BYTES or 1,000 reports, naming the bound (exit 1), and queues nothing of it', async () => {
+    const bounds = fs.mkdtempSync(path.join(os.tmpdir(), 'vulndb-import-bounds-'));
+    onTestFinished(() => fs.rmSync(bounds, { recursive: true, force: true }));
+    fs.writeFileSync(path.join(bounds, 'long-help.sarif'), longHelpSarif(50_000, 2000));
+    fs.writeFileSync(path.join(bounds, 'many-runs.sarif'), manyRunsSarif(1001));
+    const before = await svc.bulk.getJobCounts('waiting', 'active', 'completed', 'failed');
+    const done = await vulndb(['--format', 'sarif', '--target', 'cli-bounds.example.com', bounds]);
+    expect(done.code).toBe(1);
+    expect(done.stdout).toMatch(/^accepted 0, ignored 0 \(status not FINISHED\), rejected 2 of 2 reports/);
+    expect(done.stdout).toContain(
+      `rejected ${path.join(bounds, 'long-help.sarif')}: Import Too Large: its reports would hold more than 10485760 bytes`,
+    );
+    expect(done.stdout).toContain(`rejected ${path.join(bounds, 'many-runs.sarif')}: Import Too Large: it yields more than 1000 reports`);
+    expect(await svc.bulk.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual(before);
+  });
+
   it('finds the same document imported again a duplicate, and says so', async () => {
     const before = (await json(svc.db('/stats/size'))).size;
     const done = await vulndb(['--format', 'trivy', '--wait', TRIVY]);
@@ -209,7 +226,7 @@ describe('vulndb import --format sarif|trivy', () => {
     const three = fs.mkdtempSync(path.join(os.tmpdir(), 'vulndb-import-three-'));
     for (const name of ['a.json', 'b.json', 'c.json']) fs.copyFileSync(TRIVY, path.join(three, name));
     const seen: number[] = [];
-    const documents = { format: 'trivy' as const, target: 'three.example.com' };
+    const documents = { format: 'trivy' as const, target: 'three.example.com', maxReportBytes: 10 * 1024 * 1024 };
     try {
       const summary = await importReports({ inputs: [three], documents, queue: svc.bulk, onProgress: (p) => seen.push(p.bytesRead) });
       const size = fs.statSync(TRIVY).size;
@@ -253,7 +270,7 @@ describe('vulndb import --format sarif|trivy', () => {
       maxEventAgeDays: 0,
       log: silentLogger,
     });
-    const documents = { format: 'trivy' as const, target: 'direct.example.com' };
+    const documents = { format: 'trivy' as const, target: 'direct.example.com', maxReportBytes: 10 * 1024 * 1024 };
     expect(await importDirect({ inputs: [TRIVY], documents, batcher, maxInFlight: 4 })).toMatchObject({
       read: 1,
       bytesRead: fs.statSync(TRIVY).size,

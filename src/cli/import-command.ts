@@ -27,8 +27,11 @@ export interface ImportCommandOptions {
   time?: string;
 }
 
+/** How to read scanner documents, but for the bound the configuration gives. */
+type DocumentOptions = Omit<DocumentImport, 'maxReportBytes'>;
+
 /** The scanner documents to read (`--format sarif|trivy`), or undefined for Vulcan reports; exit 2 on a bad option. */
-async function documentsOf(opts: ImportCommandOptions, command: Command): Promise<DocumentImport | undefined> {
+async function documentsOf(opts: ImportCommandOptions, command: Command): Promise<DocumentOptions | undefined> {
   if (opts.format === 'vulcan') {
     if (opts.target !== undefined || opts.time !== undefined) usageError(command, '--target and --time apply to --format sarif|trivy only');
     return undefined;
@@ -89,6 +92,7 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
   if (!Number.isInteger(maxPending) || maxPending < 1) usageError(command, '--max-pending must be a positive integer');
   const total = checkInputs(inputs, files);
   const cfg = await cliConfig();
+  const bounded = documents && { ...documents, maxReportBytes: cfg.maxReportBytes };
 
   const [
     { bundlesQueue },
@@ -113,7 +117,7 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
       summary = await readingInputs(
         importReports({
           inputs,
-          documents,
+          documents: bounded,
           queue,
           bundleSize,
           maxPending,
@@ -170,8 +174,9 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
 }
 
 /** Applies reports in this process (no queue): a backfill or replay into a store it can own. */
-async function directImport(inputs: string[], documents: DocumentImport | undefined, total: number | undefined, json: boolean) {
+async function directImport(inputs: string[], options: DocumentOptions | undefined, total: number | undefined, json: boolean) {
   const cfg = await cliConfig();
+  const documents = options && { ...options, maxReportBytes: cfg.maxReportBytes };
   const [
     { createLogger },
     { openStore },
