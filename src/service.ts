@@ -6,6 +6,7 @@ import type { Config } from './config.js';
 import { closeServer } from './http/servers.js';
 import type { BatcherOptions, ReportBatcher } from './ingest/batcher.js';
 import { TotalsRewriter } from './ingest/totals.js';
+import { CommitGate } from './locks/commit-gate.js';
 import { TargetLocks, type Locks } from './locks/target-locks.js';
 import type { Logger } from './log.js';
 import { notificationsQueue } from './notifications/emit.js';
@@ -17,6 +18,7 @@ import { defaultRedisNames, requestConnection, whenReady, type RedisNames } from
 import { startApiRole } from './roles/apis.js';
 import type { RoleContext } from './roles/context.js';
 import { startWorkerRole } from './roles/worker.js';
+import { gatedStore } from './storage/gated-store.js';
 import { openStore, type Store } from './storage/gateway.js';
 import { migrate } from './storage/migrate.js';
 
@@ -74,7 +76,9 @@ async function openMigratedStore(config: Config, log: Logger): Promise<Store> {
 export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
   const { log } = opts;
   const names = opts.names ?? defaultRedisNames;
-  const store = await openMigratedStore(config, log);
+  // Closed while a snapshot is taken (src/backup): every write of the process passes it.
+  const gate = new CommitGate();
+  const store = gatedStore(await openMigratedStore(config, log), gate);
   const redis = requestConnection(config.redisUrl);
   if (!(await whenReady(redis))) log.warn('Redis is not answering yet; queueing and caching wait for it', { url: config.redisUrl });
   // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
@@ -91,6 +95,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     totals: new TotalsRewriter(store.prioritized(), locks, log.child({ component: 'totals' })),
     // Cached answers are keyed by it; both the worker and POST /targets bump it.
     dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' })),
+    gate,
   };
 
   const worker = opts.worker ? startWorkerRole(shared) : undefined;
@@ -101,7 +106,14 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   // Every process, whatever its roles, can be watched and probed.
   const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names), notificationsQueue(redis, names)];
   recordBuildInfo({ version: packageVersion(), commit: config.commit });
-  const admin = await startAdmin({ store, redis, queues: boardQueues, log }, config.admin.port, config.admin.host);
+  // Embedded mode: the process owning the data folder takes snapshots. ADMIN_TOKEN comes with the
+  // admin listener's authentication (config.admin.token), when it is there.
+  const backup = { store, gate, log: log.child({ component: 'backup' }), token: (config.admin as { token?: string }).token };
+  const admin = await startAdmin(
+    { store, redis, queues: boardQueues, log, ...(store.mode === 'embedded' ? { backup } : {}) },
+    config.admin.port,
+    config.admin.host,
+  );
   log.info('admin listening', { metrics: `${admin.url}/metrics`, ready: `${admin.url}/readyz`, queues: `${admin.url}${QUEUE_BOARD_PATH}` });
 
   let closing: Promise<void> | undefined;

@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 import Koa from 'koa';
 import { within } from '../domain/deadline.js';
 import type { Logger } from '../log.js';
+import { type BackupRouteDeps, mountBackupRoute } from '../backup/admin-routes.js';
 import type { Store } from '../storage/gateway.js';
 import { registry, watchQueues, watchReadiness } from './metrics.js';
 
@@ -27,6 +28,8 @@ export interface AdminDeps {
   /** The queues this process works with, shown by bull-board and counted in `vulndb_queue_jobs`. */
   queues: Queue[];
   log: Logger;
+  /** POST /admin/backup (src/backup/admin-routes.ts); embedded mode only. */
+  backup?: BackupRouteDeps;
 }
 
 /** Whether `probe` succeeds within `timeoutMs`. */
@@ -61,6 +64,7 @@ function createAdminApp(deps: AdminDeps): Koa {
     ctx.status = store && redis ? 200 : 503;
     ctx.body = { status: store && redis ? 'ready' : 'unavailable', store: store ? 'ok' : 'down', redis: redis ? 'ok' : 'down' };
   });
+  if (deps.backup) mountBackupRoute(router, deps.backup);
   router.get('/metrics', async (ctx) => {
     ctx.type = registry.contentType;
     ctx.body = await registry.metrics();

@@ -38,6 +38,7 @@ function startIngest(s: RoleContext, notify?: Notifications['notify']): { batche
     maxEventAgeDays: config.ingest.maxEventAgeDays,
     log: log.child({ component: 'ingest' }),
     totals: s.totals,
+    gate: s.gate,
     onCommitted: () => s.dataVersion.bump('batch committed'),
     ...(notify ? { notify } : {}),
     ...(s.opts.faults ? { faults: s.opts.faults } : {}),
