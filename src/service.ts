@@ -6,6 +6,7 @@ import type { Config } from './config.js';
 import { closeServer } from './http/servers.js';
 import type { BatcherOptions, ReportBatcher } from './ingest/batcher.js';
 import { TotalsRewriter } from './ingest/totals.js';
+import { CommitGate } from './locks/commit-gate.js';
 import { TargetLocks, type Locks } from './locks/target-locks.js';
 import type { Logger } from './log.js';
 import { notificationsQueue } from './notifications/emit.js';
@@ -18,6 +19,7 @@ import { startApiRole } from './roles/apis.js';
 import type { RoleContext } from './roles/context.js';
 import { StopDeadline } from './roles/stop-deadline.js';
 import { startWorkerRole } from './roles/worker.js';
+import { gatedStore } from './storage/gated-store.js';
 import { openStore, type Store } from './storage/gateway.js';
 import { migrate } from './storage/migrate.js';
 
@@ -82,7 +84,9 @@ async function openMigratedStore(config: Config, log: Logger): Promise<Store> {
 export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
   const { log } = opts;
   const names = opts.names ?? defaultRedisNames;
-  const store = await openMigratedStore(config, log);
+  // Closed while a snapshot is taken (src/backup): every write of the process passes it.
+  const gate = new CommitGate();
+  const store = gatedStore(await openMigratedStore(config, log), gate);
   const redis = requestConnection(config.redisUrl);
   if (!(await whenReady(redis))) log.warn('Redis is not answering yet; queueing and caching wait for it', { url: config.redisUrl });
   // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
@@ -99,6 +103,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     totals: new TotalsRewriter(store.prioritized(), locks, log.child({ component: 'totals' })),
     // Cached answers are keyed by it; both the worker and POST /targets bump it.
     dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' })),
+    gate,
   };
 
   const worker = opts.worker ? startWorkerRole(shared) : undefined;
@@ -109,8 +114,11 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   // Every process, whatever its roles, can be watched and probed.
   const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names), notificationsQueue(redis, names)];
   recordBuildInfo({ version: packageVersion(), commit: config.commit });
+  // Embedded mode: the process owning the data folder takes snapshots. Behind ADMIN_TOKEN, when set,
+  // like every admin route but the probes (src/observability/admin-access.ts).
+  const backup = { store, gate, log: log.child({ component: 'backup' }), token: config.admin.token };
   const admin = await startAdmin(
-    { store, redis, queues: boardQueues, log, token: config.admin.token },
+    { store, redis, queues: boardQueues, log, token: config.admin.token, ...(store.mode === 'embedded' ? { backup } : {}) },
     config.admin.port,
     config.admin.host,
   );

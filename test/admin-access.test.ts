@@ -157,6 +157,9 @@ describe('the admin listener with ADMIN_TOKEN', () => {
         expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
       }
     }
+    // The backup route (SPEC §14) sits behind the same middleware.
+    const backup = await fetch(`${svc.adminUrl}/admin/backup`, { method: 'POST', body: JSON.stringify({ dir: '/tmp/x' }) });
+    expect(backup.status).toBe(401);
     expect((await fetch(`${svc.adminUrl}/metrics`, { headers: { Authorization: bearer } })).status).toBe(200);
     const queues = (await (await fetch(`${svc.adminUrl}${BOARD}/api/queues`, { headers: { Authorization: bearer } })).json()) as {
       queues: { name: string }[];

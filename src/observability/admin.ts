@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 import Koa from 'koa';
 import { within } from '../domain/deadline.js';
 import type { Logger } from '../log.js';
+import { type BackupRouteDeps, mountBackupRoute } from '../backup/admin-routes.js';
 import type { Store } from '../storage/gateway.js';
 import { readOnlyQueueBoard, requireAdminToken } from './admin-access.js';
 import { registry, watchQueues, watchReadiness } from './metrics.js';
@@ -31,6 +32,8 @@ export interface AdminDeps {
   log: Logger;
   /** ADMIN_TOKEN: required by every route but the probes; without it the queue board only reads. */
   token: string | undefined;
+  /** POST /admin/backup (src/backup/admin-routes.ts); embedded mode only. */
+  backup?: BackupRouteDeps;
 }
 
 /** Whether `probe` succeeds within `timeoutMs`. */
@@ -68,6 +71,7 @@ function createAdminApp(deps: AdminDeps): Koa {
     ctx.status = store && redis ? 200 : 503;
     ctx.body = { status: store && redis ? 'ready' : 'unavailable', store: store ? 'ok' : 'down', redis: redis ? 'ok' : 'down' };
   });
+  if (deps.backup) mountBackupRoute(router, deps.backup);
   router.get('/metrics', async (ctx) => {
     ctx.type = registry.contentType;
     ctx.body = await registry.metrics();

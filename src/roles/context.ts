@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { DataVersion } from '../cache/data-version.js';
 import type { Config } from '../config.js';
 import type { TotalsRewriter } from '../ingest/totals.js';
+import type { CommitGate } from '../locks/commit-gate.js';
 import type { Locks } from '../locks/target-locks.js';
 import type { Logger } from '../log.js';
 import type { RedisNames } from '../queue/redis.js';
@@ -24,6 +25,8 @@ export interface RoleContext {
   locks: Locks;
   totals: TotalsRewriter;
   dataVersion: DataVersion;
+  /** Closed by a snapshot (src/backup): each batch passes it whole. */
+  gate: CommitGate;
 }
 
 /**

@@ -24,6 +24,7 @@ function startIngest(
     maxEventAgeDays: config.ingest.maxEventAgeDays,
     log: log.child({ component: 'ingest' }),
     totals: s.totals,
+    gate: s.gate,
     onCommitted: () => s.dataVersion.bump('batch committed'),
     ...(notify ? { notify } : {}),
     ...(s.opts.faults ? { faults: s.opts.faults } : {}),

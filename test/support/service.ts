@@ -33,6 +33,8 @@ export interface TestService extends Service {
 export async function startTestService(
   opts: Partial<Pick<ServiceOptions, 'api' | 'worker' | 'faults' | 'now' | 'notifications' | 'log'>> & {
     env?: Record<string, string>;
+    /** An existing database of the test engine (a restored one) instead of a fresh one. */
+    database?: string;
   } = {},
 ): Promise<TestService> {
   const id = randomUUID().slice(0, 8);
@@ -50,7 +52,7 @@ export async function startTestService(
     WEBHOOK_ALLOW_PRIVATE: 'true',
     ...opts.env,
   });
-  config.store = testStoreConfig();
+  config.store = testStoreConfig(opts.database);
   const names: RedisNames = { queuePrefix: `bull-test-${id}`, keyPrefix: `vulndb-test-${id}` };
   const service = await startService(config, {
     api: opts.api ?? true,
