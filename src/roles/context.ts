@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { RedisNames } from '../queue/redis.js';
 import type { ServiceOptions } from '../service.js';
 import type { Store } from '../storage/gateway.js';
+import type { StopDeadline } from './stop-deadline.js';
 
 /**
  * What every role of the service shares (src/service.ts): the store, Redis, the target locks, the
@@ -28,7 +29,10 @@ export interface RoleContext {
   gate: CommitGate;
 }
 
-/** A started role: stopped in the service's shutdown order. */
+/**
+ * A started role: stopped in the service's shutdown order. `stop` stops its intake (requests,
+ * jobs) before its first await, then finishes what it holds while `deadline` leaves time.
+ */
 export interface Stoppable {
-  stop(): Promise<void>;
+  stop(deadline: StopDeadline): Promise<void>;
 }
