@@ -116,7 +116,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   recordBuildInfo({ version: packageVersion(), commit: config.commit });
   // Embedded mode: the process owning the data folder takes snapshots. Behind ADMIN_TOKEN, when set,
   // like every admin route but the probes (src/observability/admin-access.ts).
-  const backup = { store, gate, log: log.child({ component: 'backup' }), token: config.admin.token };
+  const backup = { store, gate, log: log.child({ component: 'backup' }) };
   const admin = await startAdmin(
     { store, redis, queues: boardQueues, log, token: config.admin.token, ...(store.mode === 'embedded' ? { backup } : {}) },
     config.admin.port,
