@@ -10,8 +10,17 @@ import { usageError } from './exit.js';
 /**
  * Installed before the service starts: a signal during start-up (the worker may already hold
  * jobs) lets the start finish and then stops gracefully, instead of ending the process at once.
+ * Whatever Redis and the store do, the process ends within SHUTDOWN_TIMEOUT_MS (SPEC §3.7): the
+ * service bounds each step of its stop, and a timer ends the process should that not suffice.
  */
-function onSignals(starting: Promise<Service>, log: Logger) {
+function onSignals(starting: Promise<Service>, timeoutMs: number, log: Logger) {
+  let started: Service | undefined;
+  starting.then(
+    (service) => {
+      started = service;
+    },
+    () => undefined,
+  );
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -19,16 +28,20 @@ function onSignals(starting: Promise<Service>, log: Logger) {
       process.exit(1);
     }
     stopping = true;
-    log.info('signal received, stopping gracefully', { signal });
-    starting
-      .then((service) => service.close())
-      .then(
-        () => process.exit(0),
-        (err) => {
-          log.error('shutdown failed', { err });
-          process.exit(1);
-        },
-      );
+    log.info('signal received, stopping gracefully', { signal, timeoutMs });
+    // In this same turn: close() stops taking jobs and requests as it is called.
+    const closed = started ? started.close() : starting.then((service) => service.close());
+    setTimeout(() => {
+      log.error('the stop took longer than SHUTDOWN_TIMEOUT_MS: exiting without waiting', { timeoutMs });
+      process.exit(1);
+    }, timeoutMs).unref();
+    closed.then(
+      () => process.exit(0),
+      (err) => {
+        log.error('shutdown failed', { err });
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
@@ -39,7 +52,7 @@ export async function runService(cfg: Config, roles: { api: boolean; worker: boo
   const [{ createLogger }, { startService }] = await Promise.all([import('../log.js'), import('../service.js')]);
   const log = createLogger(cfg.logLevel);
   const starting = startService(cfg, { ...roles, log });
-  onSignals(starting, log);
+  onSignals(starting, cfg.shutdownTimeoutMs, log);
   return { service: await starting, log };
 }
 

@@ -7,6 +7,7 @@ import { StoreError } from '../storage/store-errors.js';
 import type { NormalizedReport } from './normalize.js';
 import { prepareChecked, prepareReport, type Prepared } from './prepare.js';
 import type { FinishedReport } from '../queue/contract.js';
+import type { CommitGate } from '../locks/commit-gate.js';
 import type { HeldLocks, Locks } from '../locks/target-locks.js';
 import { countReports, ingestBatchDuration, ingestLag } from '../observability/metrics.js';
 import type { TotalsRewriter } from './totals.js';
@@ -49,6 +50,8 @@ export interface BatcherOptions {
   log: Logger;
   /** The findings lists' totals, rewritten after a batch that changed a status (one rewriter per process). */
   totals: TotalsRewriter;
+  /** A batch's writes pass it as one: a snapshot has all of them or none (src/backup). */
+  gate?: CommitGate;
   /** Called after each committed batch (the data version bump). */
   onCommitted?: (result: BatchResult) => Promise<void>;
   /**
@@ -230,11 +233,15 @@ export class ReportBatcher {
     const poison = this.opts.faults?.poison;
     if (poison && entries.some((e) => poison(e.report)))
       throw new StoreError('insert into targets failed: injected failure of a poison report');
-    const result = await ingestBatch(
-      store,
-      entries.map((e) => e.report),
-      { recovery, ...(fault ? { crashAfter: fault.crashAfter } : {}) },
-    );
+    // The totals stay outside: their rewrite may wait at the gate for a snapshot that waits for this
+    // batch, and a restore rewrites them from the counters anyway.
+    const commit = () =>
+      ingestBatch(
+        store,
+        entries.map((e) => e.report),
+        { recovery, ...(fault ? { crashAfter: fault.crashAfter } : {}) },
+      );
+    const result = this.opts.gate ? await this.opts.gate.pass(commit) : await commit();
     const committedAt = Date.now();
     ingestBatchDuration.observe((performance.now() - started) / 1000);
     const duplicates = result.outcomes.filter((o) => o === 'duplicate').length;

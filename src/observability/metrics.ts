@@ -82,6 +82,38 @@ export const webhookDeliveryDuration = new client.Histogram({
   registers,
 });
 
+const STATEMENT_KINDS = ['query', 'fields', 'command', 'insert'] as const;
+
+export const storeErrors = new client.Counter({
+  name: 'vulndb_store_errors_total',
+  help: 'Store statements that failed, by kind (unreachable, engine errors, time limits; not the ones superseded by newer data)',
+  labelNames: ['kind'] as const,
+  registers,
+});
+for (const kind of STATEMENT_KINDS) storeErrors.inc({ kind }, 0);
+
+/** Whether the store and Redis answer: the probe of /readyz, also run at each scrape. */
+export type ReadinessProbe = () => Promise<{ store: boolean; redis: boolean }>;
+let readinessProbe: ReadinessProbe | undefined;
+
+new client.Gauge({
+  name: 'vulndb_ready',
+  help: '1 when the dependency answers the probe of /readyz at this scrape, 0 when not: store, redis',
+  labelNames: ['dependency'] as const,
+  registers,
+  async collect() {
+    if (!readinessProbe) return;
+    const ready = await readinessProbe();
+    this.set({ dependency: 'store' }, ready.store ? 1 : 0);
+    this.set({ dependency: 'redis' }, ready.redis ? 1 : 0);
+  },
+});
+
+/** What the readiness gauge probes (the process's store and Redis). */
+export function watchReadiness(probe: ReadinessProbe | undefined): void {
+  readinessProbe = probe;
+}
+
 /** Jobs per queue and state, read from Redis at each scrape. */
 export type QueueCounts = () => Promise<{ queue: string; counts: Record<string, number> }[]>;
 let queueCounts: QueueCounts | undefined;
@@ -123,6 +155,19 @@ new client.Gauge({
 /** Where the queue gauge reads its counts (the process's queues). */
 export function watchQueues(counts: QueueCounts | undefined): void {
   queueCounts = counts;
+}
+
+const buildInfo = new client.Gauge({
+  name: 'vulndb_build_info',
+  help: 'Always 1: the version of vulndb, the Node.js version and the source commit (unknown unless VULNDB_COMMIT is set) that run',
+  labelNames: ['version', 'node', 'commit'] as const,
+  registers,
+});
+
+/** Says which build runs (set once at start; dashboards and alerts join on it). */
+export function recordBuildInfo(build: { version: string; commit: string | undefined }): void {
+  buildInfo.reset();
+  buildInfo.set({ version: build.version, node: process.version, commit: build.commit ?? 'unknown' }, 1);
 }
 
 /** Counts reports by outcome. */

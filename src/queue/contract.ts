@@ -70,7 +70,7 @@ const resourceGroupSchema = z.preprocess(
   ),
 );
 
-const vulnerabilitySchema = z.object(
+export const vulnerabilitySchema = z.object(
   {
     summary: requiredString,
     description: optionalString,
@@ -131,10 +131,13 @@ function pathText(path: readonly PropertyKey[]): string {
   return out;
 }
 
-/** A readable reason naming the offending fields, e.g. `vulnerabilities[2].score: must be …`. */
-export function describeIssues(error: z.ZodError, max = 5): string {
+/**
+ * A readable reason naming the offending fields, e.g. `vulnerabilities[2].score: must be …`; `within`
+ * is the path of the value parsed when it is part of a larger one.
+ */
+export function describeIssues(error: z.ZodError, max = 5, within: readonly PropertyKey[] = []): string {
   const parts = error.issues.slice(0, max).map((i) => {
-    const where = pathText(i.path);
+    const where = pathText([...within, ...i.path]);
     return where ? `${where}: ${i.message}` : i.message;
   });
   const more = error.issues.length > max ? ` (and ${error.issues.length - max} more)` : '';
@@ -205,6 +208,9 @@ export function checkReport(data: unknown): ReportVerdict {
  * subscription) and `deliver` (one event to one subscription).
  */
 export const NOTIFICATIONS_QUEUE = 'notifications';
+
+/** Every queue of the service: the ones `vulndb jobs --queue` accepts. */
+export const QUEUES: readonly string[] = [CHECKS_QUEUE, CHECK_BUNDLES_QUEUE, NOTIFICATIONS_QUEUE];
 
 const uuid = z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/);
 

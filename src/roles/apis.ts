@@ -11,11 +11,16 @@ import { createMetricsApi } from '../metrics/app.js';
 import { describeKeys, tokenKeys } from '../metrics/keys.js';
 import { findingLocks } from '../locks/target-locks.js';
 import type { RoleContext, Stoppable } from './context.js';
+import type { StopDeadline } from './stop-deadline.js';
 
-/** Stops accepting HTTP (answering the requests in flight), then the decisions' effects. */
-const stopping = (servers: http.Server[], decisions: DecisionEffects) => async () => {
-  await Promise.all(servers.map(closeServer));
-  await decisions.close();
+/**
+ * Stops taking requests at once (closeServer, before any await), answers those in flight while
+ * time is left (then cuts their connections), then stops the decisions' effects.
+ */
+const stopping = (servers: http.Server[], decisions: DecisionEffects) => async (deadline: StopDeadline) => {
+  const answered = Promise.all(servers.map(closeServer));
+  if (!(await deadline.bound('answering the requests in flight', answered))) for (const s of servers) s.closeAllConnections();
+  await deadline.bound("closing the decisions' effects", decisions.close());
 };
 
 /** On one port, the metrics API answers its own paths and the triage page (SPEC §15). */

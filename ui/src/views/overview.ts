@@ -70,7 +70,7 @@ export function OverviewView({ api, caller, team }: { api: Api; caller: Caller; 
       <div class="card"><h2>SLA compliance</h2><p class="big">${percent(sla.compliance.total)}</p><p class="help">fixed within deadline, so far</p></div>
       <div class="card"><h2>MTTR</h2><p class="big">${mttr ? days(mttr.total) : '—'}</p><p class="help">mean time to remediate</p></div>
     </section>
-    <table class="by-severity">
+    <div class="scroll"><table class="by-severity">
       <caption>By severity</caption>
       <thead><tr><th scope="col">Severity</th><th scope="col">Open</th><th scope="col">Breached</th><th scope="col">SLA (days)</th><th scope="col">Compliance</th><th scope="col">MTTR</th></tr></thead>
       <tbody>${SEVERITIES.map(
@@ -83,7 +83,7 @@ export function OverviewView({ api, caller, team }: { api: Api; caller: Caller; 
           <td>${mttr ? days(mttr[s]) : '—'}</td>
         </tr>`,
       )}</tbody>
-    </table>
+    </table></div>
     <section aria-label="Open findings over 90 days"><h2>Open findings, last 90 days</h2><${Chart} series=${series} /></section>
   </main>`;
 }
