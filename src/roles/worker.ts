@@ -34,6 +34,7 @@ function startIngest(s: RoleContext, notify?: Notifications['notify']): { batche
     locks: s.locks,
     batchSize: config.ingest.batchSize,
     waitMs: config.ingest.batchWaitMs,
+    commitIntervalMs: config.ingest.commitIntervalMs,
     concurrency: config.ingest.concurrency,
     maxEventAgeDays: config.ingest.maxEventAgeDays,
     log: log.child({ component: 'ingest' }),
@@ -54,6 +55,7 @@ function startIngest(s: RoleContext, notify?: Notifications['notify']): { batche
   log.info('ingest worker started', {
     queues: workers.map((w) => w.name),
     batchSize: config.ingest.batchSize,
+    commitIntervalMs: config.ingest.commitIntervalMs,
     concurrency: config.ingest.concurrency,
     jobLockMs: config.jobs.lockMs,
     maxStalls: config.jobs.maxStalls,
