@@ -56,8 +56,8 @@ export interface BatcherOptions {
   log: Logger;
   /** The findings lists' totals, rewritten after a batch that changed a status (one rewriter per process). */
   totals: TotalsRewriter;
-  /** Called after each committed batch (the data version bump). */
-  onCommitted?: (result: BatchResult) => Promise<void>;
+  /** Called after each committed batch (the data versions' bump, src/cache/batch-versions.ts). */
+  onCommitted?: (result: BatchResult, batch: { recovery: boolean; reports: NormalizedReport[] }) => Promise<void>;
   /**
    * Called after each committed batch, before its jobs complete (so a crash before it ends, or its
    * failure, leaves them to a retry, in recovery mode): emits the batch's notifications
@@ -276,13 +276,14 @@ export class ReportBatcher {
     // may find its findings written by a failed attempt whose changes were never summed: one in
     // a process that died (a failure in this one rewrites them in applyIsolating).
     if (result.counts.statusChanges > 0 || recovery) await this.opts.totals.request();
-    await this.opts.onCommitted?.(result).catch((err) => log.warn('post-commit hook failed', { err }));
+    const reports = entries.map((e) => e.report);
+    await this.opts.onCommitted?.(result, { recovery, reports }).catch((err) => log.warn('post-commit hook failed', { err }));
     try {
       if (this.opts.faults?.unqueued) {
         this.opts.faults.unqueued -= 1;
         throw new Error('injected failure: the notifications queue refused the batch');
       }
-      await this.opts.notify?.(result, { recovery, reports: entries.map((e) => e.report) });
+      await this.opts.notify?.(result, { recovery, reports });
     } catch (err) {
       // Stored, but its events are not queued: the jobs fail as transient, and their retry, in
       // recovery mode, finds the reports stored and describes their findings' current state again

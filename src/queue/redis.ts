@@ -17,8 +17,15 @@ export const defaultRedisNames: RedisNames = { queuePrefix: 'bull', keyPrefix: '
 
 export const keys = {
   targetLock: (n: RedisNames, targetId: string) => `${n.keyPrefix}:lock:target:${targetId}`,
-  /** Bumped by the worker after every committed batch; cached answers are keyed by it. */
+  /**
+   * Bumped by every change of the data but a batch's precise bump (team associations, decisions,
+   * imports, recomputes; a batch that changed shared data); every cached answer is keyed by it.
+   */
   dataVersion: (n: RedisNames) => `${n.keyPrefix}:data-version`,
+  /** Bumped by every committed batch: answers about all teams' data are keyed by it too. */
+  batchesVersion: (n: RedisNames) => `${n.keyPrefix}:data-version:batches`,
+  /** Bumped by a batch that touched one of the team's targets: the team's answers are keyed by it too. */
+  teamVersion: (n: RedisNames, team: string) => `${n.keyPrefix}:data-version:team:${team}`,
   cache: (n: RedisNames, key: string) => `${n.keyPrefix}:cache:${key}`,
 };
 

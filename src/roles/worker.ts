@@ -1,5 +1,6 @@
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { bumpAfterBatch } from '../cache/batch-versions.js';
 import { within } from '../domain/deadline.js';
 import { ReportBatcher } from '../ingest/batcher.js';
 import { startIngestWorkers } from '../ingest/worker.js';
@@ -39,7 +40,7 @@ function startIngest(s: RoleContext, notify?: Notifications['notify']): { batche
     maxEventAgeDays: config.ingest.maxEventAgeDays,
     log: log.child({ component: 'ingest' }),
     totals: s.totals,
-    onCommitted: () => s.dataVersion.bump('batch committed'),
+    onCommitted: (result, batch) => bumpAfterBatch({ store: s.store.prioritized(), dataVersion: s.dataVersion, log }, result, batch),
     ...(notify ? { notify } : {}),
     ...(s.opts.faults ? { faults: s.opts.faults } : {}),
   });
