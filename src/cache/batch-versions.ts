@@ -7,9 +7,10 @@ import type { DataVersion } from './data-version.js';
 
 /**
  * What a committed batch invalidates (src/cache/data-version.ts): the answers of the teams its
- * targets are associated with, and those about all teams' data. A batch that changed issues (seen
- * by every team's findings), a retry (an earlier attempt may have written anything, never bumped),
- * or one whose teams cannot be read, invalidates every answer.
+ * targets are associated with, and those about all teams' data. A batch that changed how a known
+ * issue shows (in every team's findings and label filters), a retry (an earlier attempt may have
+ * written anything, never bumped), or one whose teams cannot be read, invalidates every answer.
+ * An issue first seen in the batch has findings only on its targets: their teams' versions cover it.
  *
  * The teams are read after the commit: an association made since is in them, and one made later
  * bumps all data itself (POST /targets).
@@ -19,7 +20,7 @@ export async function bumpAfterBatch(
   result: BatchResult,
   batch: { recovery: boolean; reports: readonly NormalizedReport[] },
 ): Promise<void> {
-  if (batch.recovery || result.counts.issues > 0) return deps.dataVersion.bump('batch committed (shared data)');
+  if (batch.recovery || result.counts.issuesChanged > 0) return deps.dataVersion.bump('batch committed (shared data)');
   // Duplicates too: their report may be one a dead process stored and never told the cache of.
   const targets = [...new Set(batch.reports.map((r) => r.targetId))];
   let teams: Map<string, string[]>;
