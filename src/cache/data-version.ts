@@ -3,12 +3,12 @@ import type { Logger } from '../log.js';
 import { keys, type RedisNames } from '../queue/redis.js';
 
 /**
- * The data versions cached answers are keyed by (src/cache/response-cache.ts). `bump` changes the
- * version of all data, which every key holds (team associations, decisions). A committed batch
- * changes only what its targets' teams read, and what reads every team's data: `bumpBatch` bumps
- * the version of each of those teams and the batches' version, which the keys of answers not
- * limited to teams hold, so a team's cached answers outlive batches on other teams' targets. A
- * batch that changed shared data (issues, seen by every team) bumps all data instead.
+ * The data versions cached answers are keyed by (src/cache/response-cache.ts). Every change bumps
+ * the data version, which keys the answers about all targets. The answers about some teams'
+ * targets are keyed instead by the shared version and those teams' versions: a committed batch
+ * that changed only its targets' data (`bumpBatch`) bumps the versions of their teams, so a team's
+ * cached answers outlive batches on other teams' targets; any other change (`bump`: team
+ * associations, decisions, a batch that changed shared data) bumps the shared version.
  *
  * A bump that cannot reach Redis is owed (as a bump of all data) and is
  * made as soon as the connection is ready again: a Redis that kept its data through the outage
@@ -26,6 +26,22 @@ const changeListeners = new Set<() => void>();
  */
 export function onDataChange(listener: () => void): void {
   changeListeners.add(listener);
+}
+
+const allDataKeys = (names: RedisNames) => [keys.dataVersion(names), keys.sharedVersion(names)];
+
+/** A change of all data made outside the service (imports, recomputes); rejects as Redis does. */
+export function bumpAllData(redis: Redis, names: RedisNames): Promise<void> {
+  return incrAll(redis, allDataKeys(names));
+}
+
+/** In one transaction: a lookup never sees some of a change's versions bumped and not the others. */
+async function incrAll(redis: Redis, versionKeys: string[]): Promise<void> {
+  const multi = redis.multi();
+  for (const key of versionKeys) multi.incr(key);
+  const results = await multi.exec();
+  const failed = results?.find(([err]) => err)?.[0];
+  if (!results || failed) throw failed ?? new Error('the version bump was discarded');
 }
 
 export class DataVersion {
@@ -49,7 +65,7 @@ export class DataVersion {
 
   /** All data changed. Never throws: a failure is logged and owed. */
   bump(why: string): Promise<void> {
-    return this.bumpKeys(why, [keys.dataVersion(this.names)], true);
+    return this.bumpKeys(why, allDataKeys(this.names), true);
   }
 
   /**
@@ -60,19 +76,14 @@ export class DataVersion {
     // What is owed is a bump of all data: only such a bump makes it good.
     if (this.owed) return this.bump(why);
     const teamKeys = [...new Set(teams)].map((t) => keys.teamVersion(this.names, t));
-    return this.bumpKeys(why, [keys.batchesVersion(this.names), ...teamKeys], false);
+    return this.bumpKeys(why, [keys.dataVersion(this.names), ...teamKeys], false);
   }
 
   private async bumpKeys(why: string, versionKeys: string[], all: boolean): Promise<void> {
     for (const listener of changeListeners) listener();
     const seq = this.started++;
     try {
-      // In one transaction: a lookup never sees some of the batch's versions bumped and not the others.
-      const multi = this.redis.multi();
-      for (const key of versionKeys) multi.incr(key);
-      const results = await multi.exec();
-      const failed = results?.find(([err]) => err)?.[0];
-      if (!results || failed) throw failed ?? new Error('the version bump was discarded');
+      await incrAll(this.redis, versionKeys);
       // Only a bump that started after the failure covers the change that failed to bump.
       if (all && seq >= this.owedFrom) {
         this.owedFrom = Infinity;

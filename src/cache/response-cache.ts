@@ -8,8 +8,8 @@ import { cacheRequests } from '../observability/metrics.js';
 /**
  * Read-through Redis cache of JSON responses (the metrics API's answers and the database API's
  * findings lists). An entry is keyed by the data versions it depends on (src/cache/data-version.ts:
- * the version of all data, and the batches' version or, for an answer that reads only some teams'
- * targets, those teams' versions), the endpoint, the scope and the normalised parameters, so a
+ * the data version, or for an answer that reads only some teams' targets the shared version and
+ * those teams' versions), the endpoint, the scope and the normalised parameters, so a
  * cached answer is never older than the data it was computed from, while a batch on one team's
  * targets leaves other teams' answers cached; answers that depend on the clock (exposures "now")
  * also expire after a short TTL.
@@ -141,8 +141,8 @@ export class ResponseCache {
   /** The versions an answer depends on (src/cache/data-version.ts), in a fixed order. */
   private versionKeys(req: CacheRequest): string[] {
     const { names } = this.settings;
-    if (req.teams === undefined) return [keys.dataVersion(names), keys.batchesVersion(names)];
-    return [keys.dataVersion(names), ...[...new Set(req.teams)].sort().map((t) => keys.teamVersion(names, t))];
+    if (req.teams === undefined) return [keys.dataVersion(names)];
+    return [keys.sharedVersion(names), ...[...new Set(req.teams)].sort().map((t) => keys.teamVersion(names, t))];
   }
 
   private async lookup(req: CacheRequest): Promise<{ key: string; body: string | null } | undefined> {

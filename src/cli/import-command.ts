@@ -176,6 +176,7 @@ async function directImport(inputs: string[], documents: DocumentImport | undefi
     { TotalsRewriter },
     redisModule,
     { directBatchesInFlight, importDirect },
+    { bumpAllData },
   ] = await Promise.all([
     import('../log.js'),
     import('../storage/gateway.js'),
@@ -185,8 +186,9 @@ async function directImport(inputs: string[], documents: DocumentImport | undefi
     import('../ingest/totals.js'),
     import('../queue/redis.js'),
     import('./import.js'),
+    import('../cache/data-version.js'),
   ]);
-  const { defaultRedisNames, keys, requestConnection, whenReady } = redisModule;
+  const { defaultRedisNames, requestConnection, whenReady } = redisModule;
   const log = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
   const store = await openStore(cfg.store);
   await migrate(store, log);
@@ -233,7 +235,7 @@ async function directImport(inputs: string[], documents: DocumentImport | undefi
   // Answers cached before the import must not outlive it (src/cache/response-cache.ts).
   const bumped =
     redisUp &&
-    (await redis.incr(keys.dataVersion(defaultRedisNames)).then(
+    (await bumpAllData(redis, defaultRedisNames).then(
       () => true,
       () => false,
     ));
