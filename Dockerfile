@@ -20,7 +20,7 @@
 # SIGTERM: `vulndb serve` stops gracefully on it (stops accepting HTTP, finishes the jobs and
 # batch in flight, logs "stopped", exits 0). No npm or shell sits in between to swallow it.
 
-FROM node:20-bookworm-slim AS build
+FROM node:22-bookworm-slim AS build
 WORKDIR /app
 ENV NPM_CONFIG_UPDATE_NOTIFIER=false \
     NPM_CONFIG_FUND=false
@@ -30,8 +30,15 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY workers ./workers
 RUN npm run build
+# The triage page (SPEC §15): bundled by esbuild into ui/dist; src/ui/routes.ts serves it from
+# two levels above its compiled self, dist/ui/dist.
+COPY ui ./ui
+RUN npm run build:ui && mkdir -p dist/ui && cp -r ui/dist dist/ui/dist
 
-FROM node:20-bookworm-slim AS production
+FROM node:22-bookworm-slim AS production
+# The source commit, shown by vulndb_build_info: `docker compose build --build-arg VULNDB_COMMIT=$(git rev-parse --short HEAD)`.
+ARG VULNDB_COMMIT=""
+ENV VULNDB_COMMIT=${VULNDB_COMMIT}
 ENV NODE_ENV=production \
     NPM_CONFIG_UPDATE_NOTIFIER=false \
     NPM_CONFIG_FUND=false \
@@ -45,6 +52,10 @@ RUN npm ci --omit=dev --omit=optional --no-audit && npm cache clean --force
 # src/storage/migrate.ts finds sql/ three levels above dist/src/storage/migrate.js: /app/sql.
 COPY sql ./sql
 COPY --from=build /app/dist ./dist
+# `vulndb` on PATH for the operator commands (`docker compose exec worker vulndb jobs failed`):
+# bin/vulndb.mjs runs dist/src/cli/main.js when there is no src/.
+COPY bin ./bin
+RUN ln -s /app/bin/vulndb.mjs /usr/local/bin/vulndb
 
 # DATA_DIR is written only when the metrics API generates its token secret (JWT_SECRET unset;
 # compose always sets it); it belongs to the unprivileged user either way.

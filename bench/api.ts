@@ -129,7 +129,7 @@ for (const scale of scales) {
   console.log(`\n${scale}: ${dataset.findings} findings, ${dataset.events} events, ${dataset.reports} reports`);
   if (DECISIONS > 0) await seedDecisions(store, DECISIONS);
   const rec = recording(store);
-  const redis = new Redis('redis://127.0.0.1:6379');
+  const redis = new Redis(process.env.REDIS_URL?.trim() || 'redis://127.0.0.1:6379');
   await redis.ping(); // ready before the first request: an unconnected cache is a BYPASS
   const apiDeps = {
     store: rec.store,

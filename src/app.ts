@@ -13,6 +13,7 @@ import { sourceRoutes } from './sources/routes.js';
 import { dbApiBody, dbErrors } from './errors.js';
 import { errorMiddleware } from './http/error-middleware.js';
 import { healthRoutes } from './health/routes.js';
+import { allowSameHostOrigins } from './http/cors.js';
 import { ignoreTrailingSlash, limitQueryParams, mountRoutes } from './http/middleware.js';
 import { useLinearQuery } from './http/query.js';
 import type { Logger } from './log.js';
@@ -59,6 +60,7 @@ export function createDbApi(deps: DbApiDeps): Koa {
   // SPEC §5.6 before everything else, authentication and routing included: a limit on the request
   // itself (like a body's 413), not a parameter error of §5.2's order.
   app.use(limitQueryParams(dbErrors.tooManyParams));
+  app.use(allowSameHostOrigins);
   app.use(dbApiAccess(deps.auth));
   const api: ApiContext = {
     store: deps.store,

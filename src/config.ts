@@ -1,3 +1,4 @@
+import { isIPv4 } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_SLA_DAYS, parseSlaDays, type SlaPolicy } from './sla/policy.js';
@@ -14,11 +15,37 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
+/** A text whose empty value (as compose passes an unset variable) means the default. */
+const orDefault = (fallback: string) => optionalString.transform((v) => v?.trim() ?? fallback);
+
+function isKeySetUrl(text: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return false;
+  }
+  const loopback = url.hostname === 'localhost' || url.hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(url.hostname);
+  return url.protocol === 'https:' || (url.protocol === 'http:' && loopback);
+}
+
+function isRedisUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '' && /^(\/\d*)?$/.test(url.pathname);
+  } catch {
+    return false;
+  }
+}
+
 const envSchema = z.object({
   DB_API_PORT: port.default(8080),
   METRICS_API_PORT: port.default(8081),
   HOST: z.string().min(1).default('0.0.0.0'),
-  REDIS_URL: z.string().min(1).default('redis://localhost:6379'),
+  // ioredis takes an unparseable URL for a host name and retries it forever: refuse it at start.
+  REDIS_URL: z.string().min(1).default('redis://localhost:6379').refine(isRedisUrl, {
+    error: 'must be a redis:// or rediss:// URL with a host, e.g. redis://redis:6379 or rediss://:password@host:6380/0',
+  }),
   WORKER_CONCURRENCY: positiveInt.default(1),
   INGEST_BATCH_SIZE: positiveInt.max(20_000).default(4000),
   INGEST_BATCH_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(20),
@@ -47,13 +74,35 @@ const envSchema = z.object({
   JWT_PUBLIC_KEY: optionalString,
   JWT_ISSUER: optionalString,
   JWT_AUDIENCE: optionalString,
+  OIDC_ISSUER: optionalString.pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional()),
+  OIDC_CLIENT_ID: optionalString,
+  // SPEC §8.1: the keys an identity provider signs with. Over plain http anyone on the path could
+  // hand the service keys of their own; http is for a provider on the same machine only.
+  JWT_JWKS_URL: optionalString.refine((v) => v === undefined || isKeySetUrl(v), {
+    error: 'must be an https URL (http only for localhost or 127.0.0.1)',
+  }),
+  JWT_TEAMS_CLAIM: orDefault('teams'),
+  JWT_ADMIN_CLAIM: orDefault('admin'),
+  JWT_ADMIN_VALUE: orDefault('vulndb-admin'),
   DB_API_AUTH: optionalString.pipe(z.enum(['jwt'], { error: 'must be "jwt" or empty' }).optional()),
   QUERY_TIMEOUT_MS: positiveInt.max(3_600_000).default(30_000),
   JOB_LOCK_MS: positiveInt.min(1000).max(600_000).default(30_000),
   JOB_MAX_STALLS: positiveInt.max(1000).default(10),
+  // SPEC §9.1: deliveries reach public addresses only unless this says otherwise.
+  WEBHOOK_ALLOW_PRIVATE: optionalString
+    .pipe(z.enum(['true', 'false'], { error: 'must be "true" or "false"' }).optional())
+    .transform((v) => v === 'true'),
+  MAX_WEBHOOKS: positiveInt.max(100_000).default(100),
   ADMIN_PORT: port.default(9464),
   ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
+  // SPEC §10.1: a short token could be guessed by whoever reaches the admin port.
+  ADMIN_TOKEN: optionalString.refine((v) => v === undefined || v.length >= 16, {
+    error: 'must be at least 16 characters (e.g. `openssl rand -base64 32`)',
+  }),
+  SHUTDOWN_TIMEOUT_MS: positiveInt.min(100).max(600_000).default(25_000),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  // The source commit of the build, for vulndb_build_info (the image's build argument of the same name).
+  VULNDB_COMMIT: optionalString,
   // SPEC §12.1: an unreadable policy stops the start rather than silently counting no breach.
   SLA_DAYS: optionalString.transform((v, ctx) => {
     try {
@@ -104,8 +153,13 @@ export interface Config {
   pageSizeDefault: number;
   pageSizeMax: number;
   maxReportBytes: number;
-  /** The admin listener (/metrics, /healthz, /readyz, bull-board): unauthenticated, loopback by default. */
-  admin: { port: number; host: string };
+  /**
+   * The admin listener (/metrics, /healthz, /readyz, bull-board; SPEC §10.1): loopback by default;
+   * with `token`, every route but the probes requires it, without one the queue board is read-only.
+   */
+  admin: { port: number; host: string; token: string | undefined };
+  /** How long a stopping process may take before it exits anyway (SPEC §3.7). */
+  shutdownTimeoutMs: number;
   /** `jwt`: the database API requires the metrics API's bearer tokens (SPEC §5.1). */
   dbApiAuth: 'jwt' | undefined;
   /** Time limit of one store statement (SPEC §5.6). */
@@ -122,13 +176,36 @@ export interface Config {
     publicKey: string | undefined;
     issuer: string | undefined;
     audience: string | undefined;
+    /** JWT_JWKS_URL: an identity provider's key set (SPEC §8.1). */
+    jwksUrl?: string | undefined;
+    /** Claim names of a provider's tokens (SPEC §8.1); absent: `teams`, `admin`, `vulndb-admin`. */
+    claims?: { teams: string; admin: string; adminValue: string };
   };
   logLevel: Env['LOG_LEVEL'];
+  /** The triage page's sign-in through an identity provider (SPEC §15); none: a pasted token. */
+  oidc: { issuer: string; clientId: string } | undefined;
+  /** VULNDB_COMMIT: the commit the running code was built from, when known (vulndb_build_info). */
+  commit: string | undefined;
   /** Remediation deadlines in days per severity (SPEC §12.1, SLA_DAYS). */
   slaPolicy: SlaPolicy;
+  /** SPEC §9.1: where deliveries may go (WEBHOOK_ALLOW_PRIVATE) and how many subscriptions (MAX_WEBHOOKS). */
+  webhooks: WebhookLimits;
+}
+
+export interface WebhookLimits {
+  allowPrivate: boolean;
+  maxSubscriptions: number;
 }
 
 export class ConfigError extends Error {}
+
+/** Whether a listener on `host` is reachable from this machine only (127.0.0.0/8, ::1, localhost). */
+function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  if (h === 'localhost' || h === '::1') return true;
+  const v4 = h.startsWith('::ffff:') ? h.slice('::ffff:'.length) : h;
+  return isIPv4(v4) && v4.startsWith('127.');
+}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(env);
@@ -142,6 +219,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (e.CLICKHOUSE_CLUSTER !== undefined && e.CLICKHOUSE_URL === undefined) {
     throw new ConfigError('invalid configuration: CLICKHOUSE_CLUSTER needs a server (CLICKHOUSE_URL)');
+  }
+  if (e.ADMIN_TOKEN === undefined && !isLoopback(e.ADMIN_HOST)) {
+    throw new ConfigError(
+      `invalid configuration: ADMIN_HOST=${e.ADMIN_HOST} reaches beyond loopback, so ADMIN_TOKEN must be set (the admin listener's queue board and metrics would be open to that network)`,
+    );
+  }
+  if ((e.OIDC_ISSUER === undefined) !== (e.OIDC_CLIENT_ID === undefined)) {
+    throw new ConfigError('invalid configuration: OIDC_ISSUER and OIDC_CLIENT_ID go together');
   }
   const dataDir = path.resolve(e.DATA_DIR);
   return {
@@ -170,7 +255,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pageSizeDefault: e.PAGE_SIZE_DEFAULT,
     pageSizeMax: e.PAGE_SIZE_MAX,
     maxReportBytes: e.MAX_REPORT_BYTES,
-    admin: { port: e.ADMIN_PORT, host: e.ADMIN_HOST },
+    admin: { port: e.ADMIN_PORT, host: e.ADMIN_HOST, token: e.ADMIN_TOKEN },
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     dbApiAuth: e.DB_API_AUTH,
     queryTimeoutMs: e.QUERY_TIMEOUT_MS,
     jobs: { lockMs: e.JOB_LOCK_MS, maxStalls: e.JOB_MAX_STALLS },
@@ -179,8 +265,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       publicKey: e.JWT_PUBLIC_KEY,
       issuer: e.JWT_ISSUER,
       audience: e.JWT_AUDIENCE,
+      jwksUrl: e.JWT_JWKS_URL,
+      claims: { teams: e.JWT_TEAMS_CLAIM, admin: e.JWT_ADMIN_CLAIM, adminValue: e.JWT_ADMIN_VALUE },
     },
     logLevel: e.LOG_LEVEL,
+    oidc: e.OIDC_ISSUER !== undefined && e.OIDC_CLIENT_ID !== undefined ? { issuer: e.OIDC_ISSUER, clientId: e.OIDC_CLIENT_ID } : undefined,
+    commit: e.VULNDB_COMMIT,
     slaPolicy: e.SLA_DAYS,
+    webhooks: { allowPrivate: e.WEBHOOK_ALLOW_PRIVATE, maxSubscriptions: e.MAX_WEBHOOKS },
   };
 }

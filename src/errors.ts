@@ -35,6 +35,7 @@ export const dbErrors = {
   pageNotFound: () => new ApiError(404, 'Page Not Found'),
   methodNotAllowed: () => new ApiError(405, 'Method Not Allowed'),
   tooLarge: () => new ApiError(413, 'Request Entity Too Large'),
+  importTooLarge: () => new ApiError(413, 'Import Too Large'),
   unsupportedMediaType: () => new ApiError(415, 'Unsupported Media Type'),
   unprocessable: (message: string) => new ApiError(422, message),
   queueUnavailable: () => new ApiError(503, 'Queue Unavailable'),

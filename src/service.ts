@@ -1,28 +1,40 @@
 import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DataVersion } from './cache/data-version.js';
+import { packageVersion } from './cli/version.js';
 import type { Config } from './config.js';
 import { closeServer } from './http/servers.js';
 import type { BatcherOptions, ReportBatcher } from './ingest/batcher.js';
 import { TotalsRewriter } from './ingest/totals.js';
+import { CommitGate } from './locks/commit-gate.js';
 import { TargetLocks, type Locks } from './locks/target-locks.js';
 import type { Logger } from './log.js';
 import { notificationsQueue } from './notifications/emit.js';
 import type { NotificationsOptions } from './notifications/worker.js';
 import { QUEUE_BOARD_PATH, startAdmin } from './observability/admin.js';
+import { recordBuildInfo } from './observability/metrics.js';
 import { bundlesQueue, checksQueue } from './queue/producer.js';
 import { defaultRedisNames, requestConnection, whenReady, type RedisNames } from './queue/redis.js';
 import { startApiRole } from './roles/apis.js';
 import type { RoleContext } from './roles/context.js';
+import { StopDeadline } from './roles/stop-deadline.js';
 import { startWorkerRole } from './roles/worker.js';
+import { gatedStore } from './storage/gated-store.js';
 import { openStore, type Store } from './storage/gateway.js';
 import { migrate } from './storage/migrate.js';
 
 /**
  * Composition root: opens the store, applies migrations and starts the requested roles — the two
- * HTTP APIs (src/roles/apis.ts) and/or the worker (src/roles/worker.ts) — and shuts them down in
- * order: stop accepting HTTP, finish in-flight jobs and batches, then close Redis and ClickHouse.
+ * HTTP APIs (src/roles/apis.ts) and/or the worker (src/roles/worker.ts) — and shuts them down
+ * (SPEC §3.7): take no request or job from then on, answer the requests and commit the batches in
+ * flight, then close Redis and ClickHouse, each step bounded by SHUTDOWN_TIMEOUT_MS.
  */
+
+/**
+ * What close() may take of SHUTDOWN_TIMEOUT_MS: the rest is left for cutting what did not finish
+ * and exiting before the process's hard deadline (src/cli/serve.ts) ends it.
+ */
+const stopBudgetMs = (timeoutMs: number) => timeoutMs - Math.min(2000, timeoutMs / 5);
 
 export interface ServiceOptions {
   api: boolean;
@@ -72,7 +84,9 @@ async function openMigratedStore(config: Config, log: Logger): Promise<Store> {
 export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
   const { log } = opts;
   const names = opts.names ?? defaultRedisNames;
-  const store = await openMigratedStore(config, log);
+  // Closed while a snapshot is taken (src/backup): every write of the process passes it.
+  const gate = new CommitGate();
+  const store = gatedStore(await openMigratedStore(config, log), gate);
   const redis = requestConnection(config.redisUrl);
   if (!(await whenReady(redis))) log.warn('Redis is not answering yet; queueing and caching wait for it', { url: config.redisUrl });
   // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
@@ -89,6 +103,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     totals: new TotalsRewriter(store.prioritized(), locks, log.child({ component: 'totals' })),
     // Cached answers are keyed by it; both the worker and POST /targets bump it.
     dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' })),
+    gate,
   };
 
   const worker = opts.worker ? startWorkerRole(shared) : undefined;
@@ -98,21 +113,32 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
 
   // Every process, whatever its roles, can be watched and probed.
   const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names), notificationsQueue(redis, names)];
-  const admin = await startAdmin({ store, redis, queues: boardQueues, log }, config.admin.port, config.admin.host);
+  recordBuildInfo({ version: packageVersion(), commit: config.commit });
+  // Embedded mode: the process owning the data folder takes snapshots. Behind ADMIN_TOKEN, when set,
+  // like every admin route but the probes (src/observability/admin-access.ts).
+  const backup = { store, gate, log: log.child({ component: 'backup' }) };
+  const admin = await startAdmin(
+    { store, redis, queues: boardQueues, log, token: config.admin.token, ...(store.mode === 'embedded' ? { backup } : {}) },
+    config.admin.port,
+    config.admin.host,
+  );
   log.info('admin listening', { metrics: `${admin.url}/metrics`, ready: `${admin.url}/readyz`, queues: `${admin.url}${QUEUE_BOARD_PATH}` });
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      log.info('shutting down');
-      await apis?.stop();
-      await worker?.stop();
+      const deadline = new StopDeadline(stopBudgetMs(config.shutdownTimeoutMs), log);
+      // Each begins by stopping its intake, synchronously: nothing is taken once close() is called.
+      const stopped = [apis?.stop(deadline), worker?.stop(deadline), closeServer(admin.server)];
+      log.info('shutting down', { timeoutMs: config.shutdownTimeoutMs });
+      await Promise.all(stopped.slice(0, 2));
+      if (!(await deadline.bound('answering the admin requests in flight', stopped[2]!))) admin.server.closeAllConnections();
       // No more retries of a failed rewrite: the process is going away.
       shared.totals.close();
-      await closeServer(admin.server);
-      await Promise.all(boardQueues.map((q) => q.close()));
-      await redis.quit().catch(() => undefined);
-      await store.close();
+      await deadline.bound('closing the queues', Promise.all(boardQueues.map((q) => q.close())));
+      await deadline.bound('closing Redis', redis.quit());
+      redis.disconnect();
+      await deadline.bound('closing the store', store.close());
       log.info('stopped');
     })());
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { importDirect, importReports } from '../src/cli/import.js';
 import { ReportBatcher } from '../src/ingest/batcher.js';
 import { silentLogger } from '../src/log.js';
@@ -13,6 +13,7 @@ import { freshStore, testDataDir } from './support/engine.js';
 import { report, V } from './support/reports.js';
 import { json, REDIS_URL, startTestService, type TestService } from './support/service.js';
 import { ownedStore } from './support/owned-store.js';
+import { longHelpSarif, manyRunsSarif } from './support/large-imports.js';
 
 const r = (id: string, target = 'www.example.com', day = '01') =>
   report({ check_id: id, target, end_time: `2024-01-${day} 10:00:00`, vulnerabilities: [V] });
@@ -104,7 +105,7 @@ describe('vulndb import --direct', () => {
   const run = promisify(execFile);
   const bin = path.resolve('bin/vulndb.mjs');
   // A Redis database of its own, so the command's data version bump is visible and touches no one else's.
-  const redisUrl = `${REDIS_URL}/15`;
+  const redisUrl = Object.assign(new URL(REDIS_URL), { pathname: '/15' }).href;
   const redis = new Redis(redisUrl);
   const version = async () => Number((await redis.get(keys.dataVersion(defaultRedisNames))) ?? 0);
   afterAll(async () => {
@@ -166,7 +167,15 @@ describe('vulndb import --format sarif|trivy', () => {
   it('converts a Trivy document, queues its report and waits for the worker, with the summary of any import', async () => {
     const done = await vulndb(['--format', 'trivy', '--wait', '--json', TRIVY]);
     expect(done.code ?? 0).toBe(0);
-    expect(JSON.parse(done.stdout)).toMatchObject({ read: 1, accepted: 1, ignored: 0, rejected: 0, failedBundles: { count: 0 } });
+    expect(JSON.parse(done.stdout)).toMatchObject({
+      read: 1,
+      bytesRead: fs.statSync(TRIVY).size,
+      accepted: 1,
+      ignored: 0,
+      rejected: 0,
+      failedBundles: { count: 0 },
+      processed: { ingested: 1, duplicates: 0, ignored: 0, unknownBundles: 0 },
+    });
     const findings = await findingsOf('testdata/fixtures/images/alpine-310.tar.gz');
     expect(findings.map((f: any) => `${f.issue.summary.slice(0, 13)} ${f.affected_resource.split(' ')[0]} ${f.score}`).sort()).toEqual([
       'CVE-2019-1549 libcrypto1.1@1.1.1c-r0 5.3',
@@ -186,11 +195,58 @@ describe('vulndb import --format sarif|trivy', () => {
     expect(findings.map((f: any) => f.source.time)).toEqual(['2024-06-01T12:00:00Z', '2024-06-01T12:00:00Z']);
   });
 
-  it('finds the same document imported again a duplicate', async () => {
+  it('refuses a document whose reports pass MAX_REPORT_BYTES or 1,000 reports, naming the bound (exit 1), and queues nothing of it', async () => {
+    const bounds = fs.mkdtempSync(path.join(os.tmpdir(), 'vulndb-import-bounds-'));
+    onTestFinished(() => fs.rmSync(bounds, { recursive: true, force: true }));
+    fs.writeFileSync(path.join(bounds, 'long-help.sarif'), longHelpSarif(50_000, 2000));
+    fs.writeFileSync(path.join(bounds, 'many-runs.sarif'), manyRunsSarif(1001));
+    const before = await svc.bulk.getJobCounts('waiting', 'active', 'completed', 'failed');
+    const done = await vulndb(['--format', 'sarif', '--target', 'cli-bounds.example.com', bounds]);
+    expect(done.code).toBe(1);
+    expect(done.stdout).toMatch(/^accepted 0, ignored 0 \(status not FINISHED\), rejected 2 of 2 reports/);
+    expect(done.stdout).toContain(
+      `rejected ${path.join(bounds, 'long-help.sarif')}: Import Too Large: its reports would hold more than 10485760 bytes`,
+    );
+    expect(done.stdout).toContain(`rejected ${path.join(bounds, 'many-runs.sarif')}: Import Too Large: it yields more than 1000 reports`);
+    expect(await svc.bulk.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual(before);
+  });
+
+  it('finds the same document imported again a duplicate, and says so', async () => {
     const before = (await json(svc.db('/stats/size'))).size;
     const done = await vulndb(['--format', 'trivy', '--wait', TRIVY]);
     expect(done.code ?? 0).toBe(0);
     expect((await json(svc.db('/stats/size'))).size).toEqual(before);
+    expect(done.stdout).toMatch(
+      /^accepted 1, ignored 0 \(status not FINISHED\), rejected 0 of 1 reports in [\d.]+ s \(processed: ingested 0, duplicates 1\)\n/,
+    );
+    expect(done.stdout).toContain('\n  every report was a duplicate: imported before, nothing changed\n');
+  });
+
+  it('moves the progress with every document read, by its bytes', async () => {
+    const three = fs.mkdtempSync(path.join(os.tmpdir(), 'vulndb-import-three-'));
+    for (const name of ['a.json', 'b.json', 'c.json']) fs.copyFileSync(TRIVY, path.join(three, name));
+    const seen: number[] = [];
+    const documents = { format: 'trivy' as const, target: 'three.example.com', maxReportBytes: 10 * 1024 * 1024 };
+    try {
+      const summary = await importReports({ inputs: [three], documents, queue: svc.bulk, onProgress: (p) => seen.push(p.bytesRead) });
+      const size = fs.statSync(TRIVY).size;
+      expect(seen).toEqual([size, 2 * size, 3 * size, 3 * size]);
+      expect(summary.bytesRead).toBe(3 * size);
+      await svc.settle();
+    } finally {
+      fs.rmSync(three, { recursive: true, force: true });
+    }
+  });
+
+  it('shows the progress of a document by its bytes: the whole file read, no unknown ETA', async () => {
+    const done = await vulndb(['--format', 'trivy', '--target', 'progress.example.com', TRIVY]);
+    expect(done.code ?? 0).toBe(0);
+    const kB = `${(fs.statSync(TRIVY).size / 1e3).toFixed(1)} kB`;
+    // Not a terminal: the first and the last progress lines, one a line.
+    const lines = done.stderr.trim().split('\n');
+    expect(lines[0]).toBe(`importing ${kB} from ${TRIVY}`);
+    expect(lines[lines.length - 1]).toMatch(new RegExp(`^100% of ${kB}, [\\d,]+ reports/s  read 1  accepted 1  ignored 0  rejected 0$`));
+    expect(done.stderr).not.toContain('ETA ?');
   });
 
   it.each([
@@ -214,9 +270,10 @@ describe('vulndb import --format sarif|trivy', () => {
       maxEventAgeDays: 0,
       log: silentLogger,
     });
-    const documents = { format: 'trivy' as const, target: 'direct.example.com' };
+    const documents = { format: 'trivy' as const, target: 'direct.example.com', maxReportBytes: 10 * 1024 * 1024 };
     expect(await importDirect({ inputs: [TRIVY], documents, batcher, maxInFlight: 4 })).toMatchObject({
       read: 1,
+      bytesRead: fs.statSync(TRIVY).size,
       ingested: 1,
       rejected: 0,
     });

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Queue, UnrecoverableError, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INGEST_QUEUES, JobNotRetried, listFailed, retryAll, retryJob } from '../src/cli/failed-jobs.js';
 import { failedTable } from '../src/cli/jobs.js';
@@ -116,12 +117,13 @@ describe('vulndb jobs failed', () => {
   const OTHER = 'other-work';
   it("given another queue under the service's prefix, when it is named, then its failed jobs are listed too", async () => {
     const other = new Queue(OTHER, { connection: svc.redis, prefix: svc.names.queuePrefix });
+    const workerRedis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
     const worker = new Worker(
       OTHER,
       async () => {
         throw new UnrecoverableError('webhook answered 410');
       },
-      { connection: { host: '127.0.0.1', port: 6379, maxRetriesPerRequest: null }, prefix: svc.names.queuePrefix },
+      { connection: workerRedis, prefix: svc.names.queuePrefix },
     );
     try {
       const job = await other.add('notify', { team: 't1' });
@@ -133,6 +135,7 @@ describe('vulndb jobs failed', () => {
       await failedIn(other, 1);
     } finally {
       await worker.close();
+      workerRedis.disconnect();
       await other.obliterate({ force: true });
       await other.close();
     }
@@ -200,4 +203,15 @@ describe('vulndb jobs as a command', () => {
       [2, 'error: --limit must be a positive integer'],
     ]);
   }, 60_000);
+
+  it('given an unknown --queue, then it exits 2 naming the known queues instead of finding no failed jobs there', async () => {
+    for (const command of ['failed', 'retry']) {
+      const run = await cli([command, ...(command === 'retry' ? ['--all'] : []), '--queue', 'nope'], 'redis://127.0.0.1:1');
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain("argument 'nope' is invalid. unknown queue; the queues are checks, checks-bulk, notifications");
+      expect(run.stdout).toBe('');
+    }
+    const known = await cli(['failed', '--queue', 'notifications', '--queue-prefix', svc.names.queuePrefix]);
+    expect({ code: known.code ?? 0, stdout: known.stdout }).toEqual({ code: 0, stdout: 'no failed jobs in notifications\n' });
+  });
 });

@@ -64,7 +64,9 @@ describe('vulndb exit codes with a worker', () => {
   it('given valid reports, when imported with --wait, then they are processed and it exits 0', async () => {
     const run = await vulndb(['import', '--wait', ...prefix(), good], { REDIS_URL });
     expect(run.stderr).not.toContain('vulndb:');
-    expect(run.stdout).toMatch(/^accepted 2, ignored 0 \(status not FINISHED\), rejected 0 of 2 reports in [\d.]+ s \(processed\)\n$/);
+    expect(run.stdout).toMatch(
+      /^accepted 2, ignored 0 \(status not FINISHED\), rejected 0 of 2 reports in [\d.]+ s \(processed: ingested 2, duplicates 0\)\n$/,
+    );
     expect(run.code).toBe(0);
     expect(await svc.bulk.getJobCounts('completed', 'failed')).toEqual({ completed: 1, failed: 0 });
   });
@@ -138,6 +140,17 @@ describe('vulndb usage, input and configuration errors exit 2', () => {
     expect(run.stderr).toMatch(/^vulndb: invalid configuration: PAGE_SIZE_MAX: [^\n]*\n$/);
   });
 
+  it.each(['localhost:6379', 'redis//redis:6379', 'http://redis:6379', 'redis://'])(
+    'given REDIS_URL=%s (not a redis:// URL), then every command that needs it exits 2 naming it',
+    async (url) => {
+      for (const args of [['import', good], ['jobs', 'failed'], ['serve']]) {
+        const run = await vulndb(args, { REDIS_URL: url });
+        expect(run.stderr).toMatch(/^vulndb: invalid configuration: REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL[^\n]*\n$/);
+        expect(run.code).toBe(2);
+      }
+    },
+  );
+
   it('given a missing file, then it says so in one line and exits 2 before connecting anywhere', async () => {
     const missing = path.join(dir, 'reports.json');
     for (const args of [
@@ -171,6 +184,20 @@ describe('vulndb --version and --help', () => {
     const pkg = JSON.parse(fs.readFileSync('package.json', 'utf8')) as { version: string };
     const run = await vulndb(['--version']);
     expect(run).toEqual({ code: 0, stdout: `${pkg.version}\n`, stderr: '' });
+  });
+
+  it("prints vulndb's version, not npm's, as `npx vulndb --version` and `npm run -s vulndb -- --version`", async () => {
+    const pkg = JSON.parse(fs.readFileSync('package.json', 'utf8')) as { version: string };
+    const npm = (await exec('npm', ['--version'])).stdout.trim();
+    expect(npm).not.toBe(pkg.version);
+    const env = { ...process.env, NPM_CONFIG_UPDATE_NOTIFIER: 'false', LOG_LEVEL: 'error' };
+    for (const [tool, args] of [
+      ['npx', ['--no-install', 'vulndb', '--version']],
+      ['npm', ['run', '-s', 'vulndb', '--', '--version']],
+    ] as const) {
+      const { stdout } = await exec(tool, [...args], { env, timeout: 60_000 });
+      expect(stdout, `${tool} ${args.join(' ')}`).toBe(`${pkg.version}\n`);
+    }
   });
 
   it("starts fast (no service modules loaded) and shows import's numbers as the queue contract has them", async () => {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { loadConfig } from '../src/config.js';
 import { entryOf, execCmd, readDockerfile } from './support/dockerfile.js';
 
 /**
@@ -39,8 +40,13 @@ const SPEC_ENV = [
   'JWT_PUBLIC_KEY',
   'JWT_ISSUER',
   'JWT_AUDIENCE',
+  'JWT_JWKS_URL',
+  'JWT_TEAMS_CLAIM',
+  'JWT_ADMIN_CLAIM',
+  'JWT_ADMIN_VALUE',
   'DB_API_AUTH',
   'QUERY_TIMEOUT_MS',
+  'SHUTDOWN_TIMEOUT_MS',
 ];
 const OPERATIONAL_ENV = ['HOST', 'DATA_DIR', 'INGEST_BATCH_SIZE', 'INGEST_BATCH_WAIT_MS', 'LOG_LEVEL'];
 /**
@@ -48,7 +54,7 @@ const OPERATIONAL_ENV = ['HOST', 'DATA_DIR', 'INGEST_BATCH_SIZE', 'INGEST_BATCH_
  * the listener: until src/config.ts reads them they are allowed without that check, and from then
  * on they are checked like the others.
  */
-const ADMIN_ENV = ['ADMIN_HOST', 'ADMIN_PORT'];
+const ADMIN_ENV = ['ADMIN_HOST', 'ADMIN_PORT', 'ADMIN_TOKEN'];
 const SERVICE_ENV = [...SPEC_ENV, ...OPERATIONAL_ENV, ...ADMIN_ENV];
 /** The vulndb services: built from the repository's Dockerfile. */
 const VULNDB_SERVICES = ['migrate', 'api', 'worker'];
@@ -64,6 +70,8 @@ const REQUIRED_SECRETS: [service: string, variable: string, source: string][] = 
   ['clickhouse', 'CLICKHOUSE_GRAFANA_PASSWORD', 'CLICKHOUSE_GRAFANA_PASSWORD'],
   ['grafana', 'CLICKHOUSE_GRAFANA_PASSWORD', 'CLICKHOUSE_GRAFANA_PASSWORD'],
   ['grafana', 'GF_SECURITY_ADMIN_PASSWORD', 'GRAFANA_ADMIN_PASSWORD'],
+  ['api', 'ADMIN_TOKEN', 'ADMIN_TOKEN'],
+  ['worker', 'ADMIN_TOKEN', 'ADMIN_TOKEN'],
 ];
 
 /** `environment` as a map, whichever of the two compose syntaxes it uses. */
@@ -182,8 +190,13 @@ describe('docker-compose.yml', () => {
   });
 
   it('gives the worker and the api time to stop gracefully, and forwards signals to node', () => {
-    // The worker finishes its batch and waits up to 30 s for its jobs (src/service.ts closeWorker).
+    // The worker finishes its batch, then closes Redis and the store.
     expect(seconds(services.worker!.stop_grace_period)).toBeGreaterThanOrEqual(60);
+    // Each ends itself within SHUTDOWN_TIMEOUT_MS (SPEC §3.7): compose must not SIGKILL it sooner.
+    for (const name of ['api', 'worker']) {
+      const timeoutMs = Number(envOf(services[name]!).SHUTDOWN_TIMEOUT_MS ?? loadConfig({}).shutdownTimeoutMs);
+      expect(seconds(services[name]!.stop_grace_period) * 1000, name).toBeGreaterThan(timeoutMs);
+    }
     // Requests in flight are bounded by QUERY_TIMEOUT_MS (30 s by default).
     expect(seconds(services.api!.stop_grace_period)).toBeGreaterThan(30);
     for (const name of ['api', 'worker']) expect(services[name]!.init, name).toBe(true);
@@ -313,6 +326,7 @@ describe('docker-compose.yml', () => {
     expect(read('.gitignore')).toMatch(/^\.env$/m);
     // The development JWT secret is long enough for src/config.ts.
     expect(/^JWT_SECRET=(\S+)$/m.exec(example)![1]!.length).toBeGreaterThanOrEqual(32);
+    expect(/^ADMIN_TOKEN=(\S+)$/m.exec(example)![1]!.length).toBeGreaterThanOrEqual(16);
   });
 
   it('gives the read-only grafana ClickHouse user the password that Grafana is given', () => {
@@ -367,6 +381,22 @@ describe('docker-compose.yml', () => {
       expect(targets.get(name), `${name} is scraped`).toEqual([`${envOf(services[name]!).ADMIN_PORT}/metrics`]);
     }
   });
+
+  it('has Prometheus send ADMIN_TOKEN to the admin listeners, from a secret holding that variable', () => {
+    const configMount = mountsOf(services.prometheus!).find((m) => m.target === '/etc/prometheus/prometheus.yml')!;
+    const config: Obj = parseYaml(read(configMount.source));
+    const mounted = new Map<string, string>(
+      (services.prometheus!.secrets as string[]).map((name) => [`/run/secrets/${name}`, compose.secrets[name].environment]),
+    );
+    const vulndbJobs = (config.scrape_configs as Obj[]).filter((j) => (j.dns_sd_configs ?? []).length > 0);
+    expect(vulndbJobs.length).toBe(2);
+    for (const job of vulndbJobs) {
+      expect(job.authorization?.type ?? 'Bearer', job.job_name).toBe('Bearer');
+      expect(mounted.get(job.authorization?.credentials_file), job.job_name).toBe('ADMIN_TOKEN');
+    }
+    // The token the services require is the one Prometheus sends.
+    for (const name of ['api', 'worker']) expect(envOf(services[name]!).ADMIN_TOKEN).toMatch(/^\$\{ADMIN_TOKEN:\?/);
+  });
 });
 
 describe('Dockerfile', () => {
@@ -375,9 +405,11 @@ describe('Dockerfile', () => {
   const commands = (stage: { instructions: { keyword: string; args: string }[] }, keyword: string) =>
     stage.instructions.filter((i) => i.keyword === keyword).map((i) => i.args);
 
-  it('builds in two stages from Node 20 (Debian slim): a build stage and the production stage it copies dist/ from', () => {
+  it('builds in two stages from Node 22 LTS (Debian slim): a build stage and the production stage it copies dist/ from', () => {
     expect(stages.length).toBe(2);
-    for (const s of stages) expect(s.from).toBe('node:20-bookworm-slim');
+    for (const s of stages) expect(s.from).toBe('node:22-bookworm-slim');
+    // package.json's engines and .ci/run (which reads the FROM line) follow the image's major.
+    expect(packageJson.engines.node).toBe('>=22');
     expect(build).toBeDefined();
     expect(production.name).toBe('production');
     expect(commands(build!, 'RUN')).toContain('npm run build');
@@ -397,8 +429,9 @@ describe('Dockerfile', () => {
     expect(installs[0]).toMatch(/npm ci\b/);
     expect(installs[0]).toMatch(/--omit=dev\b/);
     expect(installs[0]).toMatch(/--omit=optional\b/);
-    // The production stage carries no TypeScript sources, and nothing runs TypeScript.
-    for (const copy of commands(production, 'COPY')) expect(copy).not.toMatch(/^(src|workers|bin|tsconfig)/);
+    // The production stage carries no TypeScript sources, and nothing runs TypeScript: bin/vulndb.mjs
+    // (the `vulndb` on PATH) runs dist/ when src/ is absent.
+    for (const copy of commands(production, 'COPY')) expect(copy).not.toMatch(/^(src|workers|tsconfig)/);
     expect(packageJson.optionalDependencies?.chdb).toBeDefined();
     expect(packageJson.dependencies.chdb).toBeUndefined();
     expect(packageJson.dependencies.tsx).toBeUndefined();

@@ -234,6 +234,15 @@ describe("the image's CMD, run as the image runs it", () => {
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   });
 
+  it('links `vulndb` onto PATH to bin/vulndb.mjs, which runs the compiled CLI (no src/ in the image)', () => {
+    const links = production.instructions.filter((i) => i.keyword === 'RUN' && /\bln -s\b.*\/usr\/local\/bin\/vulndb$/.test(i.args));
+    expect(links.map((i) => i.args)).toEqual(['ln -s /app/bin/vulndb.mjs /usr/local/bin/vulndb']);
+    expect(fs.existsSync(path.join(app, 'src'))).toBe(false);
+    const version = spawnSync(process.execPath, [path.join(app, 'bin/vulndb.mjs'), '--version'], { cwd: app, env, encoding: 'utf8' });
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect({ status: version.status, stdout: version.stdout }).toEqual({ status: 0, stdout: `${pkg.version}\n` });
+  });
+
   it('serves the API, takes reports on POST /checks, and stops on SIGTERM: "signal received", "stopped", exit 0', async () => {
     const api = start(cmd);
     const listening = await api.waitFor('APIs listening', 60_000);

@@ -138,7 +138,7 @@ describe('vulndb token against a service without JWT settings', () => {
     const pem = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }).toString();
     await expect(cli(['--sub', 'x'], { DATA_DIR: tmpDir(), JWT_PUBLIC_KEY: pem })).rejects.toMatchObject({
       stdout: '',
-      stderr: expect.stringContaining('only JWT_PUBLIC_KEY is configured'),
+      stderr: expect.stringContaining('JWT_SECRET is unset while JWT_PUBLIC_KEY or JWT_JWKS_URL is configured'),
     });
     await expect(cli(['--sub', 'x', '--ttl', '3x'], { DATA_DIR: dataDir })).rejects.toMatchObject({
       stdout: '',

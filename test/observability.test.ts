@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageVersion } from '../src/cli/version.js';
+import { createLogger } from '../src/log.js';
 import { ADMIN_TOKEN, METRICS_SECRET } from './support/metrics.js';
 import { startPrivateRedis, type PrivateRedis } from './support/private-redis.js';
 import { report, V } from './support/reports.js';
@@ -26,8 +28,13 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 describe('the admin listener', () => {
   let svc: TestService;
   let metricsText: string;
+  /** The service's log lines at the default level (info), parsed. */
+  const logLines: Record<string, unknown>[] = [];
   beforeAll(async () => {
-    svc = await startTestService({ env: { JWT_SECRET: METRICS_SECRET } });
+    svc = await startTestService({
+      env: { JWT_SECRET: METRICS_SECRET, VULNDB_COMMIT: 'abc1234' },
+      log: createLogger('info', {}, (line) => logLines.push(JSON.parse(line))),
+    });
     const before = await (await fetch(`${svc.adminUrl}/metrics`)).text();
     // A few requests, one ingested report, one cache hit, one rejected report.
     await json(
@@ -101,6 +108,62 @@ describe('the admin listener', () => {
     expect(queues.queues.map((q: { name: string }) => q.name).sort()).toEqual(['checks', 'checks-bulk', 'notifications']);
   });
 
+  it('given a statement the store refuses, when scraped, then it is counted as a store error of its kind', async () => {
+    const scrape = async () => (await fetch(`${svc.adminUrl}/metrics`)).text();
+    const before = sample(await scrape(), 'vulndb_store_errors_total', { kind: 'query' });
+    await expect(svc.store.query('SELECT no_such_function_at_all()')).rejects.toThrow();
+    const after = await scrape();
+    expect(sample(after, 'vulndb_store_errors_total', { kind: 'query' }) - before).toBe(1);
+    expect(after).toMatch(/^vulndb_store_errors_total\{kind="insert"\} \d+$/m);
+    expect(sample(after, 'vulndb_ready', { dependency: 'store' })).toBe(1);
+    expect(sample(after, 'vulndb_ready', { dependency: 'redis' })).toBe(1);
+  });
+
+  it('when scraped, then vulndb_build_info names the version, the Node.js version and the commit', () => {
+    const lines = metricsText.split('\n').filter((l) => l.startsWith('vulndb_build_info{'));
+    expect(lines).toEqual([`vulndb_build_info{version="${packageVersion()}",node="${process.version}",commit="abc1234"} 1`]);
+    expect(packageVersion()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it('given requests to both APIs, when answered, then each has one access-log line at info with its route pattern, status, duration, id and API', async () => {
+    const res = await svc.db('/findings?status=OPEN&size=1', { headers: { 'X-Request-Id': 'access-log-1' } });
+    await res.text();
+    const missing = await svc.db('/targets/not-a-target', { headers: { 'X-Request-Id': 'access-log-2' } });
+    await missing.text();
+    const metrics = await fetch(`${svc.metricsApiUrl}/api/v1/stats/open`, { headers: { 'X-Request-Id': 'access-log-3' } });
+    await metrics.text();
+    const access = (id: string) => logLines.filter((l) => l.requestId === id);
+    expect(access('access-log-1')).toEqual([
+      {
+        time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+        level: 'info',
+        msg: 'request',
+        api: 'database',
+        requestId: 'access-log-1',
+        method: 'GET',
+        route: '/findings',
+        path: '/findings',
+        status: 200,
+        ms: expect.any(Number),
+      },
+    ]);
+    expect(access('access-log-1')[0]!.ms).toBeGreaterThanOrEqual(0);
+    expect(access('access-log-2')).toEqual([
+      expect.objectContaining({
+        level: 'info',
+        msg: 'request',
+        api: 'database',
+        route: expect.stringMatching(/^\/targets\/:\w+$/),
+        path: '/targets/not-a-target',
+        status: missing.status,
+      }),
+    ]);
+    // The metrics API without a token: 401, logged with its own API and route pattern.
+    expect(access('access-log-3')).toEqual([
+      expect.objectContaining({ level: 'info', msg: 'request', api: 'metrics', route: '/api/v1/stats/open', method: 'GET', status: 401 }),
+    ]);
+  });
+
   it('given a request with or without X-Request-Id, when answered, then the id is echoed or made', async () => {
     const given = await svc.db('/stats/size', { headers: { 'X-Request-Id': 'trace-123' } });
     expect(given.headers.get('x-request-id')).toBe('trace-123');
@@ -130,5 +193,8 @@ describe('/readyz without Redis', () => {
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ status: 'unavailable', store: 'ok', redis: 'down' });
     expect((await fetch(`${svc.adminUrl}/healthz`)).status).toBe(200);
+    const metrics = await (await fetch(`${svc.adminUrl}/metrics`)).text();
+    expect(metrics).toContain('vulndb_ready{dependency="redis"} 0');
+    expect(metrics).toContain('vulndb_ready{dependency="store"} 1');
   });
 });

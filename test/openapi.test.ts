@@ -80,7 +80,8 @@ describe('the OpenAPI document', () => {
     const metrics = createMetricsApi({ store, log: silentLogger, keys });
     const served = new Set([...servedBy(db), ...servedBy(metrics)]);
     served.delete('GET /openapi.json');
-    served.delete('GET /docs');
+    // The page that renders the document and its files (src/openapi/docs-page.ts).
+    for (const route of served) if (route === 'GET /docs' || route.startsWith('GET /docs/')) served.delete(route);
     const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, item]) =>
       operationsOf(item).map(([m]) => normalise(m, path)),
     );
@@ -297,10 +298,19 @@ describe('the OpenAPI document', () => {
     await incomplete.arrayBuffer();
   });
 
-  it('serves a readable page that renders the document', async () => {
+  it('serves a page that renders the document with files of its own origin (rendered in test/docs-browser.test.ts)', async () => {
     const res = await svc.db('/docs');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/html');
-    expect(await res.text()).toContain("fetch('openapi.json')");
+    expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const page = await res.text();
+    const files = [...page.matchAll(/(?:src|href)="(docs\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(files).toEqual(['docs/swagger-ui.css', 'docs/swagger-ui-bundle.js', 'docs/init.js']);
+    for (const file of files) {
+      const asset = await svc.db(`/${file}`);
+      expect(asset.status, file).toBe(200);
+      expect((await asset.text()).length, file).toBeGreaterThan(100);
+    }
+    expect((await svc.db('/docs/package.json')).status).toBe(404);
   });
 });

@@ -16,9 +16,10 @@ import { authenticate, callerOf } from './tokens.js';
 
 /**
  * Open without a token: the health check (SPEC §5.1) and the API's description (which holds no
- * data, and which the /docs page fetches from a browser that has no token to send).
+ * data, and which the /docs page and its files under /docs/ fetch from a browser that has no token to send).
  */
 const OPEN_PATHS = new Set(['/healthcheck', '/openapi.json', '/docs']);
+const isOpen = (path: string) => OPEN_PATHS.has(path) || path.startsWith('/docs/');
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** `keys`: verify tokens with them (DB_API_AUTH=jwt); none: every request sees everything. */
@@ -31,7 +32,7 @@ export function dbApiAccess(keys: TokenKeys | undefined): Middleware {
   }
   const verify = authenticate(keys, () => dbErrors.unauthorized());
   return async (ctx, next) => {
-    if (OPEN_PATHS.has(ctx.path)) return next();
+    if (isOpen(ctx.path)) return next();
     await verify(ctx, async () => {
       const caller = callerOf(ctx);
       if (!READS.has(ctx.method) && !mayWrite(caller)) throw dbErrors.forbidden();

@@ -3,15 +3,16 @@ import type { Context, Middleware } from 'koa';
 import koaJwt from 'koa-jwt';
 import { z } from 'zod';
 import type { ApiError } from '../errors.js';
-import type { TokenKeys } from '../metrics/keys.js';
+import { acceptedAlgorithms, type ClaimNames, DEFAULT_CLAIMS, type TokenKeys } from '../metrics/keys.js';
 
 /**
  * Bearer token verification (SPEC §8.1), shared by the metrics API and, with DB_API_AUTH=jwt, the
  * database API (§5.1). koa-jwt verifies the token — signature with the key of the token's
- * algorithm (HS256 → JWT_SECRET, RS256 → JWT_PUBLIC_KEY, nothing else), exp/nbf with 60 s leeway,
- * iss/aud when configured — and the claims are then checked here. Every failure is the API's own
- * 401 (each API renders it in its body shape, with `WWW-Authenticate: Bearer`); koa-jwt's texts
- * never reach the client.
+ * algorithm (HS256 → JWT_SECRET; RS256 and ES256 with a `kid` → that key of the JWT_JWKS_URL set;
+ * RS256 otherwise → JWT_PUBLIC_KEY; nothing else), exp/nbf with 60 s leeway, iss/aud when
+ * configured — and the claims, under the names JWT_TEAMS_CLAIM and JWT_ADMIN_CLAIM give them, are
+ * then checked here. Every failure is the API's own 401 (each API renders it in its body shape,
+ * with `WWW-Authenticate: Bearer`); koa-jwt's texts never reach the client.
  */
 
 export interface Caller {
@@ -22,12 +23,27 @@ export interface Caller {
   scopes: string[];
 }
 
-const claims = z.object({
-  sub: z.string().min(1),
-  teams: z.array(z.string()).optional().default([]),
-  admin: z.boolean().optional().default(false),
-  scopes: z.array(z.string()).optional().default([]),
-});
+const subject = z.string().min(1);
+const stringList = z.array(z.string()).optional();
+// A provider's list claim (`roles`, `groups`) holds the admin value; vulndb's own `admin` is a boolean.
+const adminClaim = z.union([z.boolean(), z.array(z.string())]).optional();
+
+/** The caller a verified token names, or undefined when a claim it relies on has the wrong type. */
+export function callerFromClaims(payload: Record<string, unknown>, names: ClaimNames = DEFAULT_CLAIMS): Caller | undefined {
+  // Own properties only: a claim name such as `constructor` must not reach Object.prototype.
+  const claim = (name: string) => (Object.hasOwn(payload, name) ? payload[name] : undefined);
+  const sub = subject.safeParse(claim('sub'));
+  const teams = stringList.safeParse(claim(names.teams));
+  const admin = adminClaim.safeParse(claim(names.admin));
+  const scopes = stringList.safeParse(claim('scopes'));
+  if (!sub.success || !teams.success || !admin.success || !scopes.success) return undefined;
+  return {
+    sub: sub.data,
+    teams: teams.data ?? [],
+    admin: Array.isArray(admin.data) ? admin.data.includes(names.adminValue) : (admin.data ?? false),
+    scopes: scopes.data ?? [],
+  };
+}
 
 export const CLOCK_TOLERANCE_SECONDS = 60;
 
@@ -41,19 +57,13 @@ function reason(err: unknown): string {
 
 /** Verifies the bearer token and puts the caller on `ctx.state.caller`; `unauthorized` makes the 401. */
 export function authenticate(keys: TokenKeys, unauthorized: (reason: string) => ApiError): Middleware {
-  const byAlgorithm = new Map<string, KeyObject>();
-  if (keys.secret) byAlgorithm.set('HS256', keys.secret);
-  if (keys.publicKey) byAlgorithm.set('RS256', keys.publicKey);
-  if (byAlgorithm.size === 0) throw new Error('no token key configured');
+  const algorithms = acceptedAlgorithms(keys);
+  if (algorithms.length === 0) throw new Error('no token key configured');
+  const names = keys.claims ?? DEFAULT_CLAIMS;
 
   const options: koaJwt.Options & { clockTolerance: number } = {
-    // The key is chosen by the token's algorithm; jsonwebtoken also refuses a key of the wrong kind.
-    secret: (async (header: { alg?: unknown }) => {
-      const key = typeof header.alg === 'string' ? byAlgorithm.get(header.alg) : undefined;
-      if (!key) throw new Error('unexpected algorithm');
-      return key;
-    }) as unknown as koaJwt.SecretLoader,
-    algorithms: [...byAlgorithm.keys()],
+    secret: ((header: { alg?: unknown; kid?: unknown }) => verificationKey(keys, header)) as unknown as koaJwt.SecretLoader,
+    algorithms,
     clockTolerance: CLOCK_TOLERANCE_SECONDS,
     passthrough: true, // failures are rendered below, in the API's shape
     key: 'jwt',
@@ -67,11 +77,27 @@ export function authenticate(keys: TokenKeys, unauthorized: (reason: string) => 
     await verify(ctx, done);
     if (!ctx.get('Authorization')) throw unauthorized('Missing bearer token');
     if (ctx.state.jwtOriginalError !== undefined || ctx.state.jwt === undefined) throw unauthorized(reason(ctx.state.jwtOriginalError));
-    const parsed = claims.safeParse(ctx.state.jwt);
-    if (!parsed.success) throw unauthorized('Invalid token claims');
-    ctx.state.caller = parsed.data satisfies Caller;
+    const caller = callerFromClaims(ctx.state.jwt as Record<string, unknown>, names);
+    if (caller === undefined) throw unauthorized('Invalid token claims');
+    ctx.state.caller = caller;
     await next();
   };
+}
+
+/**
+ * The key of a token, chosen by its algorithm (and `kid`) and never by anything else the token
+ * says: an HS256 token is checked with JWT_SECRET only, so a public key can never serve as an HMAC
+ * secret; jsonwebtoken also refuses a key of the wrong kind for the algorithm.
+ */
+async function verificationKey(keys: TokenKeys, header: { alg?: unknown; kid?: unknown }): Promise<KeyObject> {
+  const { alg, kid } = header;
+  if (alg === 'HS256' && keys.secret) return keys.secret;
+  if ((alg === 'RS256' || alg === 'ES256') && typeof kid === 'string' && keys.jwks) {
+    const key = await keys.jwks.keyFor(kid, alg);
+    if (key) return key;
+  }
+  if (alg === 'RS256' && keys.publicKey) return keys.publicKey;
+  throw new Error('no key for the token');
 }
 
 export const callerOf = (ctx: Context): Caller => ctx.state.caller as Caller;

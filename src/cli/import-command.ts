@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { cliConfig } from './config.js';
 import { CliError, EXIT, usageError } from './exit.js';
 import type { DirectProgress, FailedBundles, ImportProgress, ImportSummary } from './import.js';
+import { duplicatesNote, type ProcessedReports, processedReports, processedText } from './import-outcome.js';
 import { formatBytes, importRate, progressShower } from './progress.js';
 import type { ImportFormatName } from '../imports/formats.js';
 import type { DocumentImport } from './read-documents.js';
@@ -26,8 +27,11 @@ export interface ImportCommandOptions {
   time?: string;
 }
 
+/** How to read scanner documents, but for the bound the configuration gives. */
+type DocumentOptions = Omit<DocumentImport, 'maxReportBytes'>;
+
 /** The scanner documents to read (`--format sarif|trivy`), or undefined for Vulcan reports; exit 2 on a bad option. */
-async function documentsOf(opts: ImportCommandOptions, command: Command): Promise<DocumentImport | undefined> {
+async function documentsOf(opts: ImportCommandOptions, command: Command): Promise<DocumentOptions | undefined> {
   if (opts.format === 'vulcan') {
     if (opts.target !== undefined || opts.time !== undefined) usageError(command, '--target and --time apply to --format sarif|trivy only');
     return undefined;
@@ -88,6 +92,7 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
   if (!Number.isInteger(maxPending) || maxPending < 1) usageError(command, '--max-pending must be a positive integer');
   const total = checkInputs(inputs, files);
   const cfg = await cliConfig();
+  const bounded = documents && { ...documents, maxReportBytes: cfg.maxReportBytes };
 
   const [
     { bundlesQueue },
@@ -112,7 +117,7 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
       summary = await readingInputs(
         importReports({
           inputs,
-          documents,
+          documents: bounded,
           queue,
           bundleSize,
           maxPending,
@@ -131,6 +136,7 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
     progress.show(queuedLine(summary, total, summary.seconds), true);
     progress.end();
     let failed: FailedBundles | undefined;
+    let processed: ProcessedReports | undefined;
     if (opts.wait) {
       try {
         await waitForQueueDrain(queue, (remaining) => progress.show(`waiting for the worker: ${remaining} bundles left`), stallTimeoutMs);
@@ -143,17 +149,20 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
       }
       progress.end();
       failed = await failedBundles(queue, jobIds, startedAt);
+      processed = await processedReports(queue, jobIds);
     }
     const seconds = elapsed();
     if (opts.json) {
-      process.stdout.write(`${JSON.stringify({ ...summary, seconds, ...(failed ? { failedBundles: failed } : {}) })}\n`);
+      const waited = failed ? { failedBundles: failed, processed } : {};
+      process.stdout.write(`${JSON.stringify({ ...summary, seconds, ...waited })}\n`);
     } else {
       process.stdout.write(
         `accepted ${summary.accepted}, ignored ${summary.ignored} (status not FINISHED), rejected ${summary.rejected} ` +
           `of ${summary.read} reports in ${seconds.toFixed(1)} s` +
-          (failed ? ` (processed${failed.count > 0 ? `; ${failed.count} of ${jobIds.size} bundles failed` : ''})` : '') +
+          (failed ? ` (${processedText(processed!)}${failed.count > 0 ? `; ${failed.count} of ${jobIds.size} bundles failed` : ''})` : '') +
           '\n',
       );
+      if (processed) process.stdout.write(duplicatesNote(processed) ?? '');
       printRejections(summary);
       if (failed) printFailed(failed);
     }
@@ -165,8 +174,9 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
 }
 
 /** Applies reports in this process (no queue): a backfill or replay into a store it can own. */
-async function directImport(inputs: string[], documents: DocumentImport | undefined, total: number | undefined, json: boolean) {
+async function directImport(inputs: string[], options: DocumentOptions | undefined, total: number | undefined, json: boolean) {
   const cfg = await cliConfig();
+  const documents = options && { ...options, maxReportBytes: cfg.maxReportBytes };
   const [
     { createLogger },
     { openStore },
@@ -255,6 +265,7 @@ async function directImport(inputs: string[], documents: DocumentImport | undefi
       `ingested ${summary.ingested}, duplicates ${summary.duplicates}, ignored ${summary.ignored} (status not FINISHED), ` +
         `rejected ${summary.rejected} of ${summary.read} reports in ${summary.seconds.toFixed(1)} s\n`,
     );
+    process.stdout.write(duplicatesNote({ ...summary, unknownBundles: 0 }) ?? '');
     printRejections(summary);
   }
   process.exitCode = summary.rejected > 0 ? EXIT.failed : EXIT.ok;

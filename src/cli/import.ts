@@ -145,9 +145,11 @@ export async function importReports(opts: ImportOptions): Promise<ImportSummary>
       p.ignored += 1; // valid, but the worker would ignore it
     else chunk.push(verdict.report);
     if (chunk.length >= chunkSize) await flush();
-    else if (p.read % chunkSize === 0) opts.onProgress?.({ ...p });
+    // A scanner document is one report of many bytes: each one moves the progress.
+    else if (p.read % chunkSize === 0 || opts.documents) opts.onProgress?.({ ...p });
   }
   await flush();
+  p.bytesRead = position.bytes;
   return { ...p, rejections, seconds: (performance.now() - started) / 1000 };
 }
 
@@ -273,12 +275,13 @@ export async function importDirect(opts: DirectImportOptions): Promise<DirectSum
       )
       .finally(() => {
         inFlight.delete(done);
-        if ((p.ingested + p.duplicates) % 1000 === 0) opts.onProgress?.({ ...p });
+        if ((p.ingested + p.duplicates) % 1000 === 0 || opts.documents) opts.onProgress?.({ ...p });
       });
     inFlight.add(done);
     if (inFlight.size >= opts.maxInFlight) await Promise.race(inFlight);
   }
   await Promise.all(inFlight);
   if (failure) throw failure;
+  p.bytesRead = position.bytes;
   return { ...p, rejections, seconds: (performance.now() - started) / 1000 };
 }

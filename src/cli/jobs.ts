@@ -1,6 +1,7 @@
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
+import { QUEUES } from '../queue/contract.js';
 import { defaultRedisNames } from '../queue/redis.js';
 import { EXIT, usageError, usageErrorsExit2 } from './exit.js';
 import { type FailedJob, type FailedList, INGEST_QUEUES, JobNotRetried, listFailed, retryAll, retryJob } from './failed-jobs.js';
@@ -8,7 +9,7 @@ import { type FailedJob, type FailedList, INGEST_QUEUES, JobNotRetried, listFail
 /**
  * `vulndb jobs failed` and `vulndb jobs retry`: the failed jobs an operator must be able to list
  * and re-drive (SPEC §3.7; src/cli/failed-jobs.ts). The ingest queues are read by default;
- * `--queue` names others (any BullMQ queue under the service's prefix).
+ * `--queue` names any of the service's queues (src/queue/contract.ts).
  */
 
 const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
@@ -54,8 +55,12 @@ export function failedTable(list: FailedList): string {
 }
 
 function queuesOption() {
-  return new Option('--queue <name>', `a queue to read (repeatable; default: ${INGEST_QUEUES.join(', ')})`).argParser(
-    (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+  return new Option('--queue <name>', `a queue to read: ${QUEUES.join(', ')} (repeatable; default: ${INGEST_QUEUES.join(', ')})`).argParser(
+    (value: string, previous: string[] | undefined) => {
+      // A mistyped name would read an empty queue and answer "no failed jobs": a usage error instead.
+      if (!QUEUES.includes(value)) throw new InvalidArgumentError(`unknown queue; the queues are ${QUEUES.join(', ')}`);
+      return [...(previous ?? []), value];
+    },
   );
 }
 

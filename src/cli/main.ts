@@ -62,6 +62,21 @@ program
   .addOption(new Option('--queue-prefix <prefix>').hideHelp())
   .action(async (inputs, opts, command) => (await import('./import-command.js')).importCommand(inputs, opts, command));
 
+program
+  .command('backup')
+  .description('write a verified snapshot of the store to a new folder (embedded mode: asks the running service)')
+  .argument('<dir>', 'a new or empty folder')
+  .option('--admin-url <url>', 'the service’s admin listener (default: http://ADMIN_HOST:ADMIN_PORT)')
+  .option('--json', 'print the manifest as JSON')
+  .action(async (dir, opts) => (await import('./backup.js')).backupCommand(await (await import('./config.js')).cliConfig(), dir, opts));
+
+program
+  .command('restore')
+  .description('fill an empty store from a snapshot, then apply later migrations (embedded mode: stop the service first)')
+  .argument('<dir>', 'a folder written by vulndb backup')
+  .option('--json', 'print the summary as JSON')
+  .action(async (dir, opts) => (await import('./backup.js')).restoreCommand(await (await import('./config.js')).cliConfig(), dir, opts));
+
 program.addCommand(tokenCommand().copyInheritedSettings(program));
 
 /**

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { formatInstant, nowSeconds } from '../domain/time.js';
-import { documentSha256, type ImportFormatName, importDocument } from '../imports/formats.js';
+import { documentSha256, IMPORT_MAX_REPORTS, type ImportFormatName, importDocument } from '../imports/formats.js';
 import { DOCUMENT_FILE, listInputFiles, type ReadPosition, type ReadRecord, WHOLE_DOCUMENT_BYTES } from './read-reports.js';
 
 /**
@@ -15,6 +15,8 @@ export interface DocumentImport {
   format: ImportFormatName;
   target?: string | undefined;
   time?: string | undefined;
+  /** SPEC §5.6: the most bytes a document's reports may hold together (MAX_REPORT_BYTES); beyond, it is refused. */
+  maxReportBytes: number;
 }
 
 async function readWhole(stream: Readable): Promise<Buffer> {
@@ -25,9 +27,10 @@ async function readWhole(stream: Readable): Promise<Buffer> {
 
 /**
  * One record per report of one document's bytes, or one error record when the document yields none
- * (not JSON, not of the format, no target, or a report §3.3 refuses: the document is refused whole).
+ * (not JSON, not of the format, no target, a report §3.3 refuses, or more than §5.6 allows: the
+ * document is refused whole).
  */
-function* documentReports(bytes: Buffer, origin: string, how: DocumentImport): Generator<ReadRecord> {
+async function* documentReports(bytes: Buffer, origin: string, how: DocumentImport): AsyncGenerator<ReadRecord> {
   let document: unknown;
   try {
     document = JSON.parse(bytes.toString('utf8'));
@@ -36,9 +39,16 @@ function* documentReports(bytes: Buffer, origin: string, how: DocumentImport): G
     return;
   }
   const ctx = { sha256: documentSha256(bytes), target: how.target, time: how.time, now: formatInstant(nowSeconds()) };
-  const imported = importDocument(how.format, document, ctx);
+  const imported = await importDocument(how.format, document, ctx, { maxBytes: how.maxReportBytes });
   if ('reason' in imported) {
     yield { origin, error: imported.reason };
+    return;
+  }
+  if ('tooLarge' in imported) {
+    yield {
+      origin,
+      error: `Import Too Large: ${imported.tooLarge} (MAX_REPORT_BYTES ${how.maxReportBytes}, at most ${IMPORT_MAX_REPORTS} reports)`,
+    };
     return;
   }
   const many = imported.reports.length > 1;
@@ -60,9 +70,11 @@ export async function* readDocuments(
     }
     for (const file of listInputFiles([input], DOCUMENT_FILE)) {
       const size = (await fs.promises.stat(file)).size;
-      if (size > WHOLE_DOCUMENT_BYTES) yield { origin: file, error: `larger than ${WHOLE_DOCUMENT_BYTES / 1024 / 1024} MiB: not read` };
-      else yield* documentReports(await fs.promises.readFile(file), file, how);
+      const bytes = size > WHOLE_DOCUMENT_BYTES ? undefined : await fs.promises.readFile(file);
+      // Counted once read, before its reports go on: the progress of a one-document import is its share.
       if (position) position.bytes += size;
+      if (bytes === undefined) yield { origin: file, error: `larger than ${WHOLE_DOCUMENT_BYTES / 1024 / 1024} MiB: not read` };
+      else yield* documentReports(bytes, file, how);
     }
   }
 }

@@ -10,8 +10,17 @@ import { usageError } from './exit.js';
 /**
  * Installed before the service starts: a signal during start-up (the worker may already hold
  * jobs) lets the start finish and then stops gracefully, instead of ending the process at once.
+ * Whatever Redis and the store do, the process ends within SHUTDOWN_TIMEOUT_MS (SPEC §3.7): the
+ * service bounds each step of its stop, and a timer ends the process should that not suffice.
  */
-function onSignals(starting: Promise<Service>, log: Logger) {
+function onSignals(starting: Promise<Service>, timeoutMs: number, log: Logger) {
+  let started: Service | undefined;
+  starting.then(
+    (service) => {
+      started = service;
+    },
+    () => undefined,
+  );
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -19,16 +28,20 @@ function onSignals(starting: Promise<Service>, log: Logger) {
       process.exit(1);
     }
     stopping = true;
-    log.info('signal received, stopping gracefully', { signal });
-    starting
-      .then((service) => service.close())
-      .then(
-        () => process.exit(0),
-        (err) => {
-          log.error('shutdown failed', { err });
-          process.exit(1);
-        },
-      );
+    log.info('signal received, stopping gracefully', { signal, timeoutMs });
+    // In this same turn: close() stops taking jobs and requests as it is called.
+    const closed = started ? started.close() : starting.then((service) => service.close());
+    setTimeout(() => {
+      log.error('the stop took longer than SHUTDOWN_TIMEOUT_MS: exiting without waiting', { timeoutMs });
+      process.exit(1);
+    }, timeoutMs).unref();
+    closed.then(
+      () => process.exit(0),
+      (err) => {
+        log.error('shutdown failed', { err });
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
@@ -39,14 +52,15 @@ export async function runService(cfg: Config, roles: { api: boolean; worker: boo
   const [{ createLogger }, { startService }] = await Promise.all([import('../log.js'), import('../service.js')]);
   const log = createLogger(cfg.logLevel);
   const starting = startService(cfg, { ...roles, log });
-  onSignals(starting, log);
+  onSignals(starting, cfg.shutdownTimeoutMs, log);
   return { service: await starting, log };
 }
 
 export async function serve(role: string | undefined, opts: { demo?: boolean }, command: Command): Promise<void> {
   const r = role ?? 'all';
   if (!['all', 'api', 'worker'].includes(r)) usageError(command, `unknown role "${r}": use all, api or worker`);
-  const { service, log } = await runService(await cliConfig(), { api: r !== 'worker', worker: r !== 'api' });
+  const config = await cliConfig();
+  const { service, log } = await runService(config, { api: r !== 'worker', worker: r !== 'api' });
   if (opts.demo) {
     const [{ seedDemo }, { checksQueue }, { defaultRedisNames }] = await Promise.all([
       import('../demo/seed.js'),
@@ -54,6 +68,8 @@ export async function serve(role: string | undefined, opts: { demo?: boolean }, 
       import('../queue/redis.js'),
     ]);
     const queue = service.queue ?? checksQueue(service.redis, defaultRedisNames);
+    if (service.metricsApiUrl)
+      log.info('triage page', { page: `${service.metricsApiUrl}/ui/`, signIn: await demoSignIn(config, service.metricsApiUrl) });
     await seedDemo({ store: service.store, locks: service.locks, queue, log });
     if (service.dbApiUrl) {
       log.info('demo ready: try these', {
@@ -63,5 +79,15 @@ export async function serve(role: string | undefined, opts: { demo?: boolean }, 
         mttr: `${service.dbApiUrl}/stats/mttr`,
       });
     }
+  }
+}
+
+/** A sign-in address for the demo: an admin token for 8 hours in the fragment (never sent to a server). */
+async function demoSignIn(config: Config, metricsApiUrl: string): Promise<string> {
+  const { mintToken } = await import('./token-mint.js');
+  try {
+    return `${metricsApiUrl}/ui/signin#token=${mintToken(config, { sub: 'demo-admin', teams: [], admin: true, ttl: 8 * 3600 })}`;
+  } catch {
+    return `${metricsApiUrl}/ui/signin (mint a token with \`vulndb token\`)`;
   }
 }

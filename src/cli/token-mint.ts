@@ -8,7 +8,9 @@ import { CliError } from './exit.js';
 export function mintToken(config: Pick<Config, 'jwt' | 'dataDir'>, req: TokenRequest, now = nowSeconds()): string {
   const keys = tokenKeys(config.jwt, config.dataDir);
   if (!keys.secret) {
-    throw new CliError('only JWT_PUBLIC_KEY is configured: sign RS256 tokens with the matching private key, or set JWT_SECRET');
+    throw new CliError(
+      'JWT_SECRET is unset while JWT_PUBLIC_KEY or JWT_JWKS_URL is configured: tokens come from the matching private key or the identity provider; set JWT_SECRET to mint them here',
+    );
   }
   return signJwt(tokenClaims(req, now, keys), keys.secret, 'HS256');
 }

@@ -83,3 +83,19 @@ export const mttrScope = {
   base: baseConditions,
   family: (familyId: string): Sql => ({ where: ['has(family_ids, {family:UUID})'], params: { family: familyId } }),
 };
+
+/** A finding's OPEN periods, oldest first, as epoch seconds (`fixed` = NEVER while open); none when not `visible`. */
+export async function findingPeriods(
+  store: Store,
+  findingId: string,
+  visible: Sql,
+): Promise<{ found: number; fixed: number }[] | undefined> {
+  const where = merge({ where: ['id = {finding:UUID}'], params: { finding: findingId } }, visible);
+  const [row] = await store.query<{ found: number[]; fixed: number[] }>(
+    `SELECT arrayMap(t -> toUInt32(t), found_at) AS found, arrayMap(t -> toUInt32(t), fixed_at) AS fixed
+     FROM findings FINAL
+     ${whereClause(where)}`,
+    where.params,
+  );
+  return row?.found.map((found, i) => ({ found, fixed: row.fixed[i]! }));
+}

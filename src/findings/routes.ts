@@ -1,13 +1,15 @@
 import Router from '@koa/router';
 import { answerFindingList, answerMttr, oneFinding } from '../answers.js';
 import { findingsInScope, scopeOf } from '../auth/scope.js';
+import { formatInstant, NEVER } from '../domain/time.js';
 import { isUuid } from '../domain/uuid.js';
+import { dbErrors } from '../errors.js';
 import { findingListQuery, paging, parseQuery } from '../filters/params.js';
 import type { ApiContext } from '../http/context.js';
 import { routePath } from '../http/endpoint.js';
 import { emptyPage } from '../storage/paged.js';
 import { FINDING_ENDPOINTS as E } from './endpoints.js';
-import { eventPage } from './queries.js';
+import { eventPage, findingPeriods } from './queries.js';
 import { renderEvent } from './render.js';
 
 export function findingRoutes(api: ApiContext): Router {
@@ -31,6 +33,15 @@ export function findingRoutes(api: ApiContext): Router {
     }
     const result = await eventPage(api.store, id, page, findingsInScope(scopeOf(ctx), 'finding_id'));
     ctx.body = { pagination: result.pagination, events: result.rows.map(renderEvent) };
+  });
+
+  router.get(routePath(E.periods), async (ctx) => {
+    const id = ctx.params.finding_id!;
+    const periods = isUuid(id) ? await findingPeriods(api.store, id, findingsInScope(scopeOf(ctx))) : undefined;
+    if (!periods) throw dbErrors.notFound();
+    ctx.body = {
+      periods: periods.map((p) => ({ found_at: formatInstant(p.found), fixed_at: p.fixed === NEVER ? null : formatInstant(p.fixed) })),
+    };
   });
 
   router.get(routePath(E.mttr), async (ctx) => {

@@ -91,3 +91,20 @@ export const entityMttrResponse = z
 
 export type FindingBody = z.infer<typeof findingSchema>;
 export type FindingEventBody = z.infer<typeof findingEventSchema>;
+
+/** GET /findings/{finding_id}/periods. */
+export const findingPeriodsResponse = z
+  .object({
+    periods: z
+      .array(
+        z
+          .object({
+            found_at: instantSchema.describe('The period started: first detection, or a detection after a fix'),
+            fixed_at: instantSchema.nullable().describe('The period ended (a later report of the family lacked it); null while OPEN'),
+          })
+          .strict(),
+      )
+      .describe('OPEN periods, oldest first (SPEC §2.6)'),
+  })
+  .strict()
+  .describe("A finding's OPEN periods");

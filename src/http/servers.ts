@@ -12,10 +12,22 @@ export function listen(server: http.Server, port: number, host: string): Promise
   });
 }
 
-/** Stops accepting connections and closes the idle ones; resolves once the open requests are answered. */
+/** What a request that arrives on a kept-alive connection of a stopping server gets. */
+function refuseWhileStopping(_req: http.IncomingMessage, res: http.ServerResponse): void {
+  res.writeHead(503, { 'Content-Type': 'application/json; charset=utf-8', Connection: 'close', 'Retry-After': '1' });
+  res.end(JSON.stringify({ message: 'Unavailable' }));
+}
+
+/**
+ * Stops taking requests at once and closes the idle connections; resolves once the requests in
+ * flight are answered. `server.close()` alone leaves kept-alive connections bringing new requests
+ * (a client under load would never let go): from now on those are refused with 503 and closed.
+ */
 export function closeServer(server: http.Server): Promise<void> {
   return new Promise((resolve) => {
     server.close(() => resolve());
+    server.removeAllListeners('request');
+    server.on('request', refuseWhileStopping);
     server.closeIdleConnections();
   });
 }

@@ -22,8 +22,31 @@ export interface ConvertContext {
   now: string;
 }
 
-/** Reports, or why the document is not one of the format (a 400 reason). */
-export type Conversion = { reports: VulcanReport[] } | { reason: string };
+/**
+ * A report as a converter yields it: its fields, and its vulnerabilities read one at a time, so that
+ * the bounds of a document's reports (SPEC §5.6) stop a conversion as soon as they are passed. The
+ * vulnerabilities may include `undefined`: work done without a vulnerability (a rule read), where
+ * the caller may pause to let other requests run.
+ */
+export interface ReportDraft {
+  /** Which part of the document the report is of (`runs[1]`) when the document yields several. */
+  part: string | undefined;
+  fields: Omit<VulcanReport, 'vulnerabilities'>;
+  vulnerabilities: Iterable<VulcanVulnerability | undefined>;
+}
+
+/**
+ * A document's reports, read one at a time. Reading throws `Malformed` (the document is not of the
+ * format) or `Unconvertible` (it is, but yields no report: a 400 reason).
+ */
+export type Conversion = Iterable<ReportDraft>;
+
+export class Unconvertible extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'Unconvertible';
+  }
+}
 
 /** A check id derived from the document's bytes (and the run index of a SARIF run): same document, same id. */
 export const documentCheckId = (sha256: string, run?: number): string =>

@@ -5,15 +5,15 @@ import { ApiError, dbErrors } from '../errors.js';
 import { parseJsonBody, readBodyBytes } from '../http/body.js';
 import type { Logger } from '../log.js';
 import { countReports } from '../observability/metrics.js';
-import { jobDataOf } from '../queue/contract.js';
-import { enqueueReport } from '../queue/producer.js';
+import { enqueueReportsAtomically } from '../queue/producer.js';
 import { documentSha256, IMPORT_FORMATS, importDocument, isImportFormat } from './formats.js';
 import { parseImportParams } from './params.js';
 
 /**
  * POST /imports/{format} (SPEC §13): a scanner's document converted to Vulcan reports, each
  * validated like a POST /checks body and queued as its own job on `checks`, so the worker applies
- * them exactly as reports sent directly. The body limits and error rules are those of POST /checks.
+ * them exactly as reports sent directly. The body limits and error rules are those of POST /checks;
+ * what the document yields is bounded too (SPEC §5.6: 413 Import Too Large) and queued all at once.
  */
 
 export interface ImportRouteDeps {
@@ -37,21 +37,27 @@ export function importRoutes(deps: ImportRouteDeps): Router {
     if ('malformed' in parsed) throw new ApiError(400, MALFORMED[parsed.malformed] ?? 'Malformed Parameter');
     const bytes = await readBodyBytes(ctx, deps.maxReportBytes, IMPORT_FORMATS[format].mediaTypes);
     const document = parseJsonBody(bytes);
-    const imported = importDocument(format, document, {
+    const convertContext = {
       sha256: documentSha256(bytes),
       target: parsed.params.target,
       time: parsed.params.time,
       now: formatInstant(deps.now()),
-    });
+    };
+    const imported = await importDocument(format, document, convertContext, { maxBytes: deps.maxReportBytes });
     if ('reason' in imported) {
       countReports('rejected');
       throw dbErrors.badBody(imported.reason);
     }
-    const jobIds: string[] = [];
+    if ('tooLarge' in imported) {
+      deps.log.info('import refused', { format, why: imported.tooLarge });
+      throw dbErrors.importTooLarge();
+    }
+    let jobIds: string[];
     try {
-      for (const report of imported.reports) jobIds.push(await enqueueReport(deps.queue, jobDataOf({ kind: 'finished', report })));
+      // A validated report is its job's data (jobDataOf), all of the document's in one transaction.
+      jobIds = await enqueueReportsAtomically(deps.queue, imported.reports);
     } catch (err) {
-      deps.log.warn('enqueue failed', { err, enqueued: jobIds.length, of: imported.reports.length });
+      deps.log.warn('enqueue failed: nothing of the document queued', { err, reports: imported.reports.length });
       throw dbErrors.queueUnavailable();
     }
     ctx.status = 202;

@@ -1,4 +1,4 @@
-import { at, fail, integer, type JsonObject, list, Malformed, object, requiredObject, text, texts } from './read.js';
+import { at, fail, integer, type JsonObject, list, object, requiredObject, text, texts } from './read.js';
 import {
   type ConvertContext,
   type Conversion,
@@ -7,7 +7,8 @@ import {
   firstPresent,
   noTarget,
   present,
-  type VulcanReport,
+  type ReportDraft,
+  Unconvertible,
   type VulcanVulnerability,
 } from './report.js';
 
@@ -17,7 +18,7 @@ import {
  * type-checked); everything else in the document is ignored.
  */
 
-/** What the mapping reads of a reporting descriptor (a rule). */
+/** What the mapping reads of a reporting descriptor (a rule), with what its tags give worked out once. */
 interface Rule {
   id: string | undefined;
   summary: string | undefined;
@@ -25,12 +26,15 @@ interface Rule {
   helpUri: string | undefined;
   level: string | undefined;
   severity: unknown;
-  tags: string[];
+  cwe: number | null;
+  labels: string[];
 }
 
 function readRule(value: unknown, path: string): Rule {
   const rule = requiredObject(value, path);
   const properties = object(rule.properties, at(path, 'properties'));
+  const tags = texts(properties?.tags, at(path, 'properties.tags'));
+  const cwe = tags.map((t) => CWE_TAG.exec(t)).find((m) => m !== null);
   return {
     id: text(rule.id, at(path, 'id')),
     summary: firstPresent(
@@ -41,16 +45,35 @@ function readRule(value: unknown, path: string): Rule {
     helpUri: present(text(rule.helpUri, at(path, 'helpUri'))),
     level: text(object(rule.defaultConfiguration, at(path, 'defaultConfiguration'))?.level, at(path, 'defaultConfiguration.level')),
     severity: properties?.['security-severity'],
-    tags: texts(properties?.tags, at(path, 'properties.tags')),
+    cwe: cwe ? Number(cwe[1]) : null,
+    labels: tags.filter((t) => !CWE_TAG.test(t)),
   };
 }
 
-const readRules = (value: unknown, path: string): Rule[] => list(value, path).map((r, i) => readRule(r, at(path, i)));
+/** One tool component's rules, indexed once so that finding a result's rule costs the same whatever their number. */
+interface RuleSet {
+  list: Rule[];
+  /** The first rule of each id (as a search of the list in order would find it). */
+  byId: Map<string, Rule>;
+}
+
+/** A component's rules, read one by one (yielding after each: a pause point for the caller). */
+function* readRules(value: unknown, path: string): Generator<undefined, RuleSet> {
+  const items = list(value, path);
+  const set: RuleSet = { list: [], byId: new Map() };
+  for (let i = 0; i < items.length; i++) {
+    const rule = readRule(items[i], at(path, i));
+    set.list.push(rule);
+    if (rule.id !== undefined && !set.byId.has(rule.id)) set.byId.set(rule.id, rule);
+    yield;
+  }
+  return set;
+}
 
 /** The rules of a run: the driver's, and each extension's (a result's rule.toolComponent.index names one). */
 interface Rules {
-  driver: Rule[];
-  extensions: Rule[][];
+  driver: RuleSet;
+  extensions: RuleSet[];
 }
 
 /** SARIF `level` when no `security-severity` gives a score. */
@@ -71,11 +94,11 @@ function securitySeverity(value: unknown): number | undefined {
 function ruleOf(rules: Rules, result: JsonObject, path: string): Rule | undefined {
   const ref = object(result.rule, at(path, 'rule'));
   const component = integer(object(ref?.toolComponent, at(path, 'rule.toolComponent'))?.index, at(path, 'rule.toolComponent.index'));
-  const candidates = (component === undefined ? rules.driver : rules.extensions[component]) ?? [];
+  const candidates = component === undefined ? rules.driver : rules.extensions[component];
   const index = integer(ref?.index, at(path, 'rule.index')) ?? integer(result.ruleIndex, at(path, 'ruleIndex'));
-  if (index !== undefined && candidates[index]) return candidates[index];
+  if (index !== undefined && candidates?.list[index]) return candidates.list[index];
   const id = text(ref?.id, at(path, 'rule.id')) ?? text(result.ruleId, at(path, 'ruleId'));
-  return id === undefined ? undefined : candidates.find((r) => r.id === id);
+  return id === undefined ? undefined : candidates?.byId.get(id);
 }
 
 function affectedResource(result: JsonObject, path: string): string | undefined {
@@ -98,20 +121,18 @@ function firstValue(value: unknown, path: string): string | undefined {
 
 /** One result as a vulnerability (SPEC §13), reading its rule's fields where the result has none. */
 function sarifVulnerability(result: JsonObject, rule: Rule | undefined, path: string): VulcanVulnerability {
-  const tags = rule?.tags ?? [];
-  const cwe = tags.map((t) => CWE_TAG.exec(t)).find((m) => m !== null);
   const level = firstPresent(text(result.level, at(path, 'level')), rule?.level) ?? DEFAULT_LEVEL;
   const resultSeverity = object(result.properties, at(path, 'properties'))?.['security-severity'];
   const score = securitySeverity(rule?.severity) ?? securitySeverity(resultSeverity) ?? LEVEL_SCORES[level] ?? 0;
   return {
     summary: firstPresent(rule?.summary, text(result.ruleId, at(path, 'ruleId')), rule?.id) ?? '',
     score,
-    cwe_id: cwe ? Number(cwe[1]) : null,
+    cwe_id: rule?.cwe ?? null,
     affected_resource: affectedResource(result, path) ?? null,
     details: present(text(object(result.message, at(path, 'message'))?.text, at(path, 'message.text'))) ?? null,
     recommendations: rule?.help === undefined ? [] : [rule.help],
     references: rule?.helpUri === undefined ? [] : [rule.helpUri],
-    labels: tags.filter((t) => !CWE_TAG.test(t)),
+    labels: rule?.labels ?? [],
     fingerprint:
       firstValue(result.partialFingerprints, at(path, 'partialFingerprints')) ??
       firstValue(result.fingerprints, at(path, 'fingerprints')) ??
@@ -119,40 +140,39 @@ function sarifVulnerability(result: JsonObject, rule: Rule | undefined, path: st
   };
 }
 
-function vulnerabilitiesOf(run: JsonObject, rules: Rules, path: string): VulcanVulnerability[] {
-  const out: VulcanVulnerability[] = [];
+/** A run's vulnerabilities, one per result, its rules read first (SPEC §13). */
+function* vulnerabilitiesOf(run: JsonObject, tool: JsonObject, path: string): Generator<VulcanVulnerability | undefined> {
+  const driver = requiredObject(tool.driver, at(path, 'tool.driver'));
+  const extensions = list(tool.extensions, at(path, 'tool.extensions'));
+  const rules: Rules = { driver: yield* readRules(driver.rules, at(path, 'tool.driver.rules')), extensions: [] };
+  for (let i = 0; i < extensions.length; i++) {
+    const where = at(path, `tool.extensions[${i}]`);
+    rules.extensions.push(yield* readRules(object(extensions[i], where)?.rules, at(where, 'rules')));
+  }
   const results = list(run.results, at(path, 'results'));
   for (let i = 0; i < results.length; i++) {
     const where = at(at(path, 'results'), i);
     const result = requiredObject(results[i], where);
-    if (NOT_A_PROBLEM.has(text(result.kind, at(where, 'kind')) ?? '')) continue;
-    out.push(sarifVulnerability(result, ruleOf(rules, result, where), where));
+    if (NOT_A_PROBLEM.has(text(result.kind, at(where, 'kind')) ?? '')) yield undefined;
+    else yield sarifVulnerability(result, ruleOf(rules, result, where), where);
   }
-  return out;
 }
 
-function runReport(value: unknown, index: number, ctx: ConvertContext): VulcanReport | string {
+function runDraft(value: unknown, index: number, runs: number, ctx: ConvertContext): ReportDraft {
   const path = `runs[${index}]`;
   const run = requiredObject(value, path);
   const tool = requiredObject(run.tool, at(path, 'tool'));
   const driver = requiredObject(tool.driver, at(path, 'tool.driver'));
   const name = present(text(driver.name, at(path, 'tool.driver.name'))) ?? fail(at(path, 'tool.driver.name'), 'a non-empty string');
-  const extensions = list(tool.extensions, at(path, 'tool.extensions'));
-  const rules: Rules = {
-    driver: readRules(driver.rules, at(path, 'tool.driver.rules')),
-    extensions: extensions.map((e, i) =>
-      readRules(object(e, at(path, `tool.extensions[${i}]`))?.rules, at(path, `tool.extensions[${i}].rules`)),
-    ),
-  };
   const repository = object(
     list(run.versionControlProvenance, at(path, 'versionControlProvenance'))[0],
     at(path, 'versionControlProvenance[0]'),
   );
   const target = firstPresent(ctx.target, text(repository?.repositoryUri, at(path, 'versionControlProvenance[0].repositoryUri')));
-  if (target === undefined) return noTarget(`${path} (no versionControlProvenance[0].repositoryUri)`);
+  if (target === undefined) throw new Unconvertible(noTarget(`${path} (no versionControlProvenance[0].repositoryUri)`));
   const automation = object(run.automationDetails, at(path, 'automationDetails'));
   const invocation = object(list(run.invocations, at(path, 'invocations'))[0], at(path, 'invocations[0]'));
-  return {
+  const fields: ReportDraft['fields'] = {
     status: 'FINISHED',
     check_id: present(text(automation?.guid, at(path, 'automationDetails.guid'))) ?? documentCheckId(ctx.sha256, index),
     checktype_name: name,
@@ -168,25 +188,14 @@ function runReport(value: unknown, index: number, ctx: ConvertContext): VulcanRe
         text(invocation?.endTimeUtc, at(path, 'invocations[0].endTimeUtc')),
         text(invocation?.startTimeUtc, at(path, 'invocations[0].startTimeUtc')),
       ) ?? fallbackTime(ctx),
-    vulnerabilities: vulnerabilitiesOf(run, rules, path),
   };
+  return { part: runs > 1 ? path : undefined, fields, vulnerabilities: vulnerabilitiesOf(run, tool, path) };
 }
 
-/** SPEC §13: a SARIF 2.1.0 document as one Vulcan report per run. */
-export function sarifReports(document: unknown, ctx: ConvertContext): Conversion {
-  try {
-    const doc = object(document, 'document') ?? fail('document', 'an object');
-    const runs = Array.isArray(doc.runs) ? doc.runs : fail('runs', 'an array');
-    if (runs.length === 0) return { reason: 'the SARIF document holds no runs' };
-    const reports: VulcanReport[] = [];
-    for (let i = 0; i < runs.length; i++) {
-      const report = runReport(runs[i], i, ctx);
-      if (typeof report === 'string') return { reason: report };
-      reports.push(report);
-    }
-    return { reports };
-  } catch (err) {
-    if (err instanceof Malformed) return { reason: `not a SARIF 2.1.0 document: ${err.message}` };
-    throw err;
-  }
+/** SPEC §13: a SARIF 2.1.0 document as one Vulcan report per run, read run by run. */
+export function* sarifReports(document: unknown, ctx: ConvertContext): Conversion {
+  const doc = object(document, 'document') ?? fail('document', 'an object');
+  const runs = Array.isArray(doc.runs) ? doc.runs : fail('runs', 'an array');
+  if (runs.length === 0) throw new Unconvertible('the SARIF document holds no runs');
+  for (let i = 0; i < runs.length; i++) yield runDraft(runs[i], i, runs.length, ctx);
 }

@@ -1,4 +1,4 @@
-import { at, fail, integer, type JsonObject, list, Malformed, number, object, requiredObject, text, texts } from './read.js';
+import { at, fail, integer, type JsonObject, list, number, object, requiredObject, text, texts } from './read.js';
 import {
   type ConvertContext,
   type Conversion,
@@ -7,7 +7,7 @@ import {
   firstPresent,
   noTarget,
   present,
-  type VulcanReport,
+  Unconvertible,
   type VulcanVulnerability,
 } from './report.js';
 
@@ -94,22 +94,17 @@ function secret(s: JsonObject, result: Result, path: string): VulcanVulnerabilit
   };
 }
 
-/** Each entry of a result's list, read by `read` (an entry that is not an object is malformed). */
-function entries(
+/** Each entry of a result's list, read by `read` (undefined: not a finding; an entry that is not an object is malformed). */
+function* entries(
   value: unknown,
   path: string,
   read: (entry: JsonObject, path: string) => VulcanVulnerability | undefined,
-  out: VulcanVulnerability[],
-): void {
+): Generator<VulcanVulnerability | undefined> {
   const items = list(value, path);
-  for (let i = 0; i < items.length; i++) {
-    const v = read(requiredObject(items[i], at(path, i)), at(path, i));
-    if (v !== undefined) out.push(v);
-  }
+  for (let i = 0; i < items.length; i++) yield read(requiredObject(items[i], at(path, i)), at(path, i));
 }
 
-function vulnerabilitiesOf(value: unknown, path: string): VulcanVulnerability[] {
-  const out: VulcanVulnerability[] = [];
+function* vulnerabilitiesOf(value: unknown, path: string): Generator<VulcanVulnerability | undefined> {
   const results = list(value, path);
   for (let i = 0; i < results.length; i++) {
     const where = at(path, i);
@@ -117,38 +112,31 @@ function vulnerabilitiesOf(value: unknown, path: string): VulcanVulnerability[] 
     const target = text(r.Target, at(where, 'Target')) ?? fail(at(where, 'Target'), 'a string');
     const kind = present(text(r.Class, at(where, 'Class')));
     const result: Result = { target, labels: kind === undefined ? [] : [kind] };
-    entries(r.Vulnerabilities, at(where, 'Vulnerabilities'), (v, p) => vulnerability(v, result, p), out);
+    yield* entries(r.Vulnerabilities, at(where, 'Vulnerabilities'), (v, p) => vulnerability(v, result, p));
     // Passed checks are listed too with --include-non-failures: they are not findings.
-    entries(
-      r.Misconfigurations,
-      at(where, 'Misconfigurations'),
-      (m, p) => (m.Status === 'PASS' ? undefined : misconfiguration(m, result, p)),
-      out,
+    yield* entries(r.Misconfigurations, at(where, 'Misconfigurations'), (m, p) =>
+      m.Status === 'PASS' ? undefined : misconfiguration(m, result, p),
     );
-    entries(r.Secrets, at(where, 'Secrets'), (s, p) => secret(s, result, p), out);
+    yield* entries(r.Secrets, at(where, 'Secrets'), (s, p) => secret(s, result, p));
   }
-  return out;
 }
 
 /** SPEC §13: a Trivy JSON document as one Vulcan report. */
-export function trivyReports(document: unknown, ctx: ConvertContext): Conversion {
-  try {
-    const doc = object(document, 'document') ?? fail('document', 'an object');
-    number(doc.SchemaVersion, 'SchemaVersion') ?? fail('SchemaVersion', 'a number (a Trivy JSON document has one)');
-    const target = firstPresent(ctx.target, text(doc.ArtifactName, 'ArtifactName'));
-    if (target === undefined) return { reason: noTarget('the document (no ArtifactName)') };
-    const report: VulcanReport = {
+export function* trivyReports(document: unknown, ctx: ConvertContext): Conversion {
+  const doc = object(document, 'document') ?? fail('document', 'an object');
+  number(doc.SchemaVersion, 'SchemaVersion') ?? fail('SchemaVersion', 'a number (a Trivy JSON document has one)');
+  const target = firstPresent(ctx.target, text(doc.ArtifactName, 'ArtifactName'));
+  if (target === undefined) throw new Unconvertible(noTarget('the document (no ArtifactName)'));
+  yield {
+    part: undefined,
+    fields: {
       status: 'FINISHED',
       check_id: documentCheckId(ctx.sha256),
       checktype_name: 'trivy',
       checktype_version: present(text(object(doc.Trivy, 'Trivy')?.Version, 'Trivy.Version')) ?? null,
       target,
       end_time: present(text(doc.CreatedAt, 'CreatedAt')) ?? fallbackTime(ctx),
-      vulnerabilities: vulnerabilitiesOf(doc.Results, 'Results'),
-    };
-    return { reports: [report] };
-  } catch (err) {
-    if (err instanceof Malformed) return { reason: `not a Trivy JSON document: ${err.message}` };
-    throw err;
-  }
+    },
+    vulnerabilities: vulnerabilitiesOf(doc.Results, 'Results'),
+  };
 }

@@ -7,6 +7,7 @@ import { StoreError } from '../storage/store-errors.js';
 import type { NormalizedReport } from './normalize.js';
 import { prepareChecked, prepareReport, type Prepared } from './prepare.js';
 import type { FinishedReport } from '../queue/contract.js';
+import type { CommitGate } from '../locks/commit-gate.js';
 import type { HeldLocks, Locks } from '../locks/target-locks.js';
 import { countReports, ingestBatchDuration, ingestLag } from '../observability/metrics.js';
 import type { TotalsRewriter } from './totals.js';
@@ -56,6 +57,8 @@ export interface BatcherOptions {
   log: Logger;
   /** The findings lists' totals, rewritten after a batch that changed a status (one rewriter per process). */
   totals: TotalsRewriter;
+  /** A batch's writes pass it as one: a snapshot has all of them or none (src/backup). */
+  gate?: CommitGate;
   /** Called after each committed batch (the data versions' bump, src/cache/batch-versions.ts). */
   onCommitted?: (result: BatchResult, batch: { recovery: boolean; reports: NormalizedReport[] }) => Promise<void>;
   /**
@@ -88,8 +91,7 @@ export class ReportBatcher {
   private timer: NodeJS.Timeout | undefined;
   private running = 0;
   private idle: (() => void)[] = [];
-  /** performance.now() at which the last batch started (pacing). */
-  private lastStarted = -Infinity;
+  private lastStarted = -Infinity; // performance.now() of the last batch's start (pacing)
 
   constructor(private readonly opts: BatcherOptions) {}
 
@@ -134,11 +136,7 @@ export class ReportBatcher {
     return new Promise((resolve) => this.idle.push(resolve));
   }
 
-  /**
-   * How long pending reports wait before a batch starts: not at all when a full batch is pending
-   * or a drain waits; else at least `gatherMs` (a new report waits `waitMs` for a burst to
-   * gather), and until the commit interval since the last batch started has passed.
-   */
+  /** Until a batch starts: 0 when a full batch or a drain waits; else `gatherMs` at least, and the commit interval's rest. */
   private paceDelay(gatherMs: number): number {
     if (this.pending.length >= this.opts.batchSize || this.idle.length > 0) return 0;
     const interval = this.opts.commitIntervalMs ?? 0;
@@ -252,11 +250,15 @@ export class ReportBatcher {
     const poison = this.opts.faults?.poison;
     if (poison && entries.some((e) => poison(e.report)))
       throw new StoreError('insert into targets failed: injected failure of a poison report');
-    const result = await ingestBatch(
-      store,
-      entries.map((e) => e.report),
-      { recovery, ...(fault ? { crashAfter: fault.crashAfter } : {}) },
-    );
+    // The totals stay outside: their rewrite may wait at the gate for a snapshot that waits for this
+    // batch, and a restore rewrites them from the counters anyway.
+    const commit = () =>
+      ingestBatch(
+        store,
+        entries.map((e) => e.report),
+        { recovery, ...(fault ? { crashAfter: fault.crashAfter } : {}) },
+      );
+    const result = this.opts.gate ? await this.opts.gate.pass(commit) : await commit();
     const committedAt = Date.now();
     ingestBatchDuration.observe((performance.now() - started) / 1000);
     const duplicates = result.outcomes.filter((o) => o === 'duplicate').length;

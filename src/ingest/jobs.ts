@@ -1,4 +1,4 @@
-import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, WaitingError, type Job } from 'bullmq';
 import type { Logger } from '../log.js';
 import { countReports } from '../observability/metrics.js';
 import { checkBundle } from '../queue/contract.js';
@@ -84,11 +84,27 @@ async function applyBundle(batcher: ReportBatcher, job: Job): Promise<BundleOutc
   return outcome;
 }
 
-/** The processors of the two ingest queues' jobs. */
-export function ingestProcessors(batcher: ReportBatcher, log: Logger) {
+/**
+ * A job taken after the stop began goes back to waiting, untouched, for the next process (SPEC
+ * §3.7). BullMQ stops fetching once its worker closes, except for a job that arrives during a
+ * blocking wait begun before: that one it still moves to active and hands over. Jobs it took
+ * before the stop (processedOn: when this process moved them to active) are held: they are applied.
+ */
+const takenAfter = (job: Job, stoppedAt: number | undefined): boolean =>
+  stoppedAt !== undefined && (job.processedOn ?? Date.now()) >= stoppedAt;
+
+async function handBack(job: Job, token: string | undefined, log: Logger): Promise<never> {
+  await job.moveToWait(token);
+  log.info('job taken while stopping: handed back to the queue', { jobId: job.id });
+  throw new WaitingError();
+}
+
+/** The processors of the two ingest queues' jobs; `stoppedAt`: when the process began to stop (epoch ms), if it has. */
+export function ingestProcessors(batcher: ReportBatcher, log: Logger, stoppedAt: () => number | undefined = () => undefined) {
   return {
     /** A job of the `checks` queue: one report. */
     check: async (job: Job, token?: string): Promise<JobOutcome> => {
+      if (takenAfter(job, stoppedAt())) return handBack(job, token, log);
       try {
         return await batcher.submit(jobLike(job));
       } catch (err) {
@@ -98,6 +114,7 @@ export function ingestProcessors(batcher: ReportBatcher, log: Logger) {
     },
     /** A job of the `checks-bulk` queue: a bundle of reports. */
     bundle: async (job: Job, token?: string): Promise<BundleOutcome> => {
+      if (takenAfter(job, stoppedAt())) return handBack(job, token, log);
       try {
         return await applyBundle(batcher, job);
       } catch (err) {

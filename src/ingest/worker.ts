@@ -21,6 +21,8 @@ export interface IngestWorkerDeps {
   /** Lock and stall settings of held jobs (config.jobs; README, Operations). */
   jobs: { lockMs: number; maxStalls: number };
   log: Logger;
+  /** When the process began to stop (epoch ms): a job taken since is handed back (src/ingest/jobs.ts). */
+  stoppedAt?: () => number | undefined;
 }
 
 const reportsOf = (data: unknown): number => {
@@ -56,7 +58,7 @@ function startWorker(
 }
 
 export function startIngestWorkers(deps: IngestWorkerDeps): Worker[] {
-  const processors = ingestProcessors(deps.batcher, deps.log);
+  const processors = ingestProcessors(deps.batcher, deps.log, deps.stoppedAt);
   return [
     startWorker(deps, CHECKS_QUEUE, processors.check, deps.reportsInFlight),
     startWorker(deps, CHECK_BUNDLES_QUEUE, processors.bundle, Math.max(1, Math.ceil(deps.reportsInFlight / BUNDLE_SIZE))),

@@ -15,7 +15,11 @@ import { DEFAULT_SLA_POLICY, type SlaPolicy, slaVariant } from '../sla/policy.js
 import { metricsErrors } from './errors.js';
 import { observeRequests } from '../observability/requests.js';
 import { webhookRoutes } from '../notifications/routes.js';
+import { type Resolver, systemResolver } from '../notifications/url-policy.js';
+import type { WebhookLimits } from '../config.js';
 import { decisionRoutes, type DecisionRouteDeps } from '../decisions/routes.js';
+import { meRoutes } from './me.js';
+import { uiRoutes, type UiSettings } from '../ui/routes.js';
 
 /** The security metrics API (SPEC §8) under /api/v1: builds the Koa app; never listens. */
 
@@ -54,6 +58,12 @@ export interface MetricsApiDeps {
   onDecision?: DecisionRouteDeps['onChange'];
   /** Remediation deadlines (SPEC §12.1, SLA_DAYS) of /stats/sla; none: the default policy. */
   slaPolicy?: SlaPolicy | undefined;
+  /** WEBHOOK_ALLOW_PRIVATE and MAX_WEBHOOKS (SPEC §9.1); none: public addresses only, 100. */
+  webhooks?: WebhookLimits | undefined;
+  /** How subscriptions' host names resolve; tests inject one. */
+  resolve?: Resolver | undefined;
+  /** The triage page at /ui/ (SPEC §15); none: not served. */
+  ui?: UiSettings | undefined;
 }
 
 export function createMetricsApi(deps: MetricsApiDeps): Koa {
@@ -76,13 +86,19 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
     cache: deps.cache ? new ResponseCache('metrics', { ...deps.cache, variant: slaVariant(deps.slaPolicy) }, deps.log) : undefined,
     slaPolicy: deps.slaPolicy ?? DEFAULT_SLA_POLICY,
   });
-  const webhooks = webhookRoutes({ store: deps.store, authenticate: verified });
+  const webhooks = webhookRoutes({
+    store: deps.store,
+    authenticate: verified,
+    destinations: { allowPrivate: deps.webhooks?.allowPrivate ?? false, resolve: deps.resolve ?? systemResolver },
+    maxSubscriptions: deps.webhooks?.maxSubscriptions ?? 100,
+  });
   const decisions = decisionRoutes({
     store: deps.store,
     nowMs: deps.now ? () => deps.now!() * 1000 : Date.now,
     authenticate: verified,
     onChange: deps.onDecision,
   });
-  mountRoutes(app, [health, metrics, webhooks, decisions], metricsErrors, METRICS_PREFIX);
+  if (deps.ui) app.use(uiRoutes(deps.ui).routes());
+  mountRoutes(app, [health, metrics, webhooks, decisions, meRoutes(verified)], metricsErrors, METRICS_PREFIX);
   return app;
 }

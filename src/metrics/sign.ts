@@ -2,18 +2,26 @@ import { createHmac, sign, type KeyObject } from 'node:crypto';
 
 /**
  * Compact JWS signing (RFC 7515) for the tokens operators mint with `vulndb token`: HS256 with a
- * secret key, RS256 with an RSA private key. Verification is koa-jwt's job (src/metrics/auth.ts);
- * this module only writes tokens.
+ * secret key, RS256 with an RSA private key; ES256 with a P-256 private key and a `kid` header as
+ * an identity provider signs them (the tests' provider). Verification is koa-jwt's job
+ * (src/auth/tokens.ts); this module only writes tokens.
  */
 
-export type SigningAlgorithm = 'HS256' | 'RS256';
+export type SigningAlgorithm = 'HS256' | 'RS256' | 'ES256';
 
 const b64url = (data: string | Buffer) => Buffer.from(data).toString('base64url');
 
-export function signJwt(payload: Record<string, unknown>, key: KeyObject, alg: SigningAlgorithm = 'HS256'): string {
-  const input = `${b64url(JSON.stringify({ alg, typ: 'JWT' }))}.${b64url(JSON.stringify(payload))}`;
-  const signature = alg === 'HS256' ? createHmac('sha256', key).update(input).digest() : sign('sha256', Buffer.from(input), key);
-  return `${input}.${b64url(signature)}`;
+export function signJwt(payload: Record<string, unknown>, key: KeyObject, alg: SigningAlgorithm = 'HS256', kid?: string): string {
+  const header = { alg, typ: 'JWT', ...(kid !== undefined ? { kid } : {}) };
+  const input = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(payload))}`;
+  return `${input}.${b64url(signature(input, key, alg))}`;
+}
+
+function signature(input: string, key: KeyObject, alg: SigningAlgorithm): Buffer {
+  if (alg === 'HS256') return createHmac('sha256', key).update(input).digest();
+  // JWS carries an ECDSA signature as r||s (RFC 7518 §3.4), not DER.
+  if (alg === 'ES256') return sign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' });
+  return sign('sha256', Buffer.from(input), key);
 }
 
 export interface TokenRequest {

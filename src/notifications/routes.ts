@@ -8,7 +8,8 @@ import { readJsonBody } from '../http/body.js';
 import { metricsErrors } from '../metrics/errors.js';
 import type { Store } from '../storage/gateway.js';
 import { EVENT_TYPES } from './events.js';
-import { createSubscription, deleteSubscription, listSubscriptions, viewOf } from './subscriptions.js';
+import { boundedCreator, deleteSubscription, listSubscriptions, viewOf } from './subscriptions.js';
+import { destinationProblem, type DestinationPolicy } from './url-policy.js';
 
 /**
  * Webhook subscriptions in the metrics API (SPEC §9.1), for admins only, in the SPEC §8.2 order:
@@ -68,10 +69,24 @@ const adminOnly: Middleware = async (ctx, next) => {
   await next();
 };
 
-export function webhookRoutes(deps: { store: Store; authenticate: Middleware }): Router {
+export interface WebhookRouteDeps {
+  store: Store;
+  authenticate: Middleware;
+  /** Where deliveries may go (SPEC §9.1, WEBHOOK_ALLOW_PRIVATE). */
+  destinations: DestinationPolicy;
+  /** MAX_WEBHOOKS. */
+  maxSubscriptions: number;
+}
+
+export function webhookRoutes(deps: WebhookRouteDeps): Router {
   const router = new Router();
+  const create = boundedCreator(deps.store, deps.maxSubscriptions);
   router.post('/webhooks', deps.authenticate, adminOnly, async (ctx) => {
-    const created = await createSubscription(deps.store, await readSubscription(ctx));
+    const input = await readSubscription(ctx);
+    const refused = await destinationProblem(input.url, deps.destinations);
+    if (refused !== undefined) throw validation(`url: ${refused}`);
+    const created = await create(input);
+    if (!created) throw validation('too many webhooks');
     ctx.status = 201;
     ctx.body = { webhook: viewOf(created) };
   });

@@ -29,7 +29,9 @@ export const webhookOperations: Operation[] = [
     path: `${METRICS_PREFIX}/webhooks`,
     tag: 'metrics: webhooks',
     summary: 'Subscribe a URL to finding events (admin only)',
-    description: `Only http and https URLs (422 otherwise). ${DELIVERY}`,
+    description:
+      'http(s) URLs without user-info, at most 2,048 characters, reaching public addresses only unless WEBHOOK_ALLOW_PRIVATE=true ' +
+      `(422 otherwise); at most MAX_WEBHOOKS subscriptions (422 "too many webhooks"). Redirects are not followed. ${DELIVERY}`,
     body: subscriptionBody,
     status: 201,
     response: z.object({ webhook }).strict().describe('The subscription made'),

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { formatInstant, nowSeconds } from '../domain/time.js';
 import type { Store } from '../storage/gateway.js';
 import type { EventType } from './events.js';
+import { withoutPassword } from './url-policy.js';
 
 /**
  * Webhook subscriptions in the store (sql/0015_webhooks.sql): versioned rows, a delete being a
@@ -31,7 +32,7 @@ export interface WebhookView {
 
 export const viewOf = (s: Subscription): WebhookView => ({
   id: s.id,
-  url: s.url,
+  url: withoutPassword(s.url),
   teams: s.teams,
   events: s.events,
   created_at: formatInstant(s.createdAt),
@@ -69,6 +70,33 @@ export async function createSubscription(
     { id: s.id, url: s.url, secret: s.secret, teams: s.teams, events: s.events, created_at: now, version: 1, deleted: 0 },
   ]);
   return s;
+}
+
+const countLive = async (store: Store) =>
+  Number((await store.query<{ n: string }>('SELECT count() AS n FROM webhooks FINAL WHERE deleted = 0'))[0]?.n ?? 0);
+
+/**
+ * Makes subscriptions while fewer than `max` are live (SPEC §9.1 bounds), else answers undefined.
+ * One process makes them one at a time, so its concurrent POSTs fill the cap exactly. API
+ * processes share no lock, so the count is checked again after the insert and a subscription that
+ * finds more than `max` deletes itself: the last of concurrent inserts always sees every other
+ * one, so the cap holds at rest; two processes inserting at the same moment may both step back
+ * (a refusal the client may retry, never a subscription too many).
+ */
+export function boundedCreator(store: Store, max: number) {
+  let tail: Promise<unknown> = Promise.resolve();
+  const create = async (input: Parameters<typeof createSubscription>[1]): Promise<Subscription | undefined> => {
+    if ((await countLive(store)) >= max) return undefined;
+    const s = await createSubscription(store, input);
+    if ((await countLive(store)) <= max) return s;
+    await deleteSubscription(store, s.id);
+    return undefined;
+  };
+  return (input: Parameters<typeof createSubscription>[1]): Promise<Subscription | undefined> => {
+    const made = tail.then(() => create(input));
+    tail = made.catch(() => undefined);
+    return made;
+  };
 }
 
 /** Every live subscription, by creation time (whole seconds), then id. */

@@ -1,4 +1,4 @@
-import { Worker, type Job } from 'bullmq';
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { nowSeconds } from '../domain/time.js';
 import type { Logger } from '../log.js';
@@ -7,13 +7,16 @@ import type { RedisNames } from '../queue/redis.js';
 import type { Store } from '../storage/gateway.js';
 import { batchNotifier } from './batch-events.js';
 import { decisionExpiries } from './decision-expiries.js';
-import { deliver, DELIVERY_TIMEOUT_MS } from './deliver.js';
+import { createDeliverer, type Deliverer, DELIVERY_TIMEOUT_MS } from './deliver.js';
 import { dispatch, type DeliveryTuning } from './dispatch.js';
 import { notificationsQueue } from './emit.js';
 import { startPeriodicChecks, type PeriodicCheck } from './periodic.js';
 import type { SlaPolicy } from '../sla/policy.js';
 import { slaBreaches } from './sla-breaches.js';
 import { findSubscription, listSubscriptions, type Subscription } from './subscriptions.js';
+import { DestinationRefused, type Resolver, systemResolver } from './url-policy.js';
+import { countDelivery, webhookDeliveryDuration } from '../observability/metrics.js';
+import type { DeliveryJob } from '../queue/contract.js';
 
 /**
  * The notifications side of the worker role (`serve`, `serve worker`): the `notifications` queue's
@@ -31,6 +34,8 @@ export interface NotificationsOptions {
   now?: () => number;
   /** Further periodic checks, run with the SLA breaches and the decision expiries. */
   checks?: PeriodicCheck[];
+  /** How deliveries resolve host names; tests inject one (the checks on its answers stay real). */
+  resolve?: Resolver;
 }
 
 export interface Notifications {
@@ -67,6 +72,28 @@ function subscriptionLookup(store: Store) {
   };
 }
 
+/**
+ * One attempt, counted by outcome. A refused destination fails the job for good (BullMQ's
+ * UnrecoverableError): retrying would dial the same forbidden address.
+ */
+async function attempt(deliverer: Deliverer, s: Subscription, delivery: DeliveryJob, job: Job) {
+  const stop = webhookDeliveryDuration.startTimer();
+  try {
+    const result = await deliverer.deliver(s, delivery);
+    countDelivery('delivered');
+    return result;
+  } catch (err) {
+    if (err instanceof DestinationRefused) {
+      countDelivery('refused');
+      throw new UnrecoverableError(`delivery refused: ${err.message}`);
+    }
+    countDelivery(job.attemptsMade + 1 >= (job.opts.attempts ?? 1) ? 'failed_final' : 'failed_retryable');
+    throw err;
+  } finally {
+    stop();
+  }
+}
+
 export function startNotifications(deps: {
   store: Store;
   /** For enqueueing (fails fast while Redis is away). */
@@ -76,9 +103,15 @@ export function startNotifications(deps: {
   names: RedisNames;
   log: Logger;
   slaPolicy?: SlaPolicy | undefined;
+  /** WEBHOOK_ALLOW_PRIVATE: deliveries may reach non-public addresses. */
+  allowPrivate: boolean;
   options?: NotificationsOptions | undefined;
 }): Notifications {
   const opts = deps.options ?? {};
+  const deliverer = createDeliverer(
+    { allowPrivate: deps.allowPrivate, resolve: opts.resolve ?? systemResolver },
+    opts.timeoutMs ?? DELIVERY_TIMEOUT_MS,
+  );
   const log = deps.log;
   const queue = notificationsQueue(deps.redis, deps.names);
   const subscription = subscriptionLookup(deps.store);
@@ -94,7 +127,7 @@ export function startNotifications(deps: {
     const s = await subscription(delivery.webhookId);
     // Deleted since the event was dispatched: nothing to deliver to.
     if (!s) return { skipped: 'subscription deleted' };
-    return { status: await deliver(s, delivery, opts.timeoutMs ?? DELIVERY_TIMEOUT_MS) };
+    return attempt(deliverer, s, delivery, job);
   };
   const worker = new Worker(NOTIFICATIONS_QUEUE, handle, {
     connection: deps.connection,
@@ -104,7 +137,7 @@ export function startNotifications(deps: {
   worker.on('error', (err) => log.warn('notifications worker error', { err }));
   worker.on('failed', (job, err) => {
     if (!job) return;
-    const final = job.attemptsMade >= (job.opts.attempts ?? 1);
+    const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
     log[final ? 'warn' : 'debug'](final ? 'delivery failed for good (kept as failed)' : 'delivery failed; retrying', {
       job: job.id,
       attempts: job.attemptsMade,
@@ -132,6 +165,7 @@ export function startNotifications(deps: {
       await periodic.stop();
       // In-flight deliveries end within their timeout.
       await worker.close();
+      deliverer.close();
       await queue.close();
     },
   };

@@ -8,15 +8,18 @@ import type { Redis } from 'ioredis';
 import Koa from 'koa';
 import { within } from '../domain/deadline.js';
 import type { Logger } from '../log.js';
+import { type BackupRouteDeps, mountBackupRoute } from '../backup/admin-routes.js';
 import type { Store } from '../storage/gateway.js';
-import { registry, watchQueues } from './metrics.js';
+import { readOnlyQueueBoard, requireAdminToken } from './admin-access.js';
+import { registry, watchQueues, watchReadiness } from './metrics.js';
 
 /**
  * The admin listener every process opens (ADMIN_PORT, default 9464, on ADMIN_HOST, default
  * 127.0.0.1): `/metrics` for Prometheus, `/healthz` (the process is alive), `/readyz` (the store
  * and Redis answer: a process that cannot do its work is taken out of rotation) and bull-board
- * under `/admin/queues` (waiting, failed and completed jobs, retry and removal). It carries no
- * authentication, hence loopback by default; publish it only to the operators' network.
+ * under `/admin/queues` (waiting, failed and completed jobs; retry and removal with ADMIN_TOKEN).
+ * Who may use which route is decided in one place, ./admin-access.ts (SPEC §10.1); an ADMIN_HOST
+ * beyond loopback without a token is refused by src/config.ts.
  */
 
 export const QUEUE_BOARD_PATH = '/admin/queues';
@@ -27,6 +30,10 @@ export interface AdminDeps {
   /** The queues this process works with, shown by bull-board and counted in `vulndb_queue_jobs`. */
   queues: Queue[];
   log: Logger;
+  /** ADMIN_TOKEN: required by every route but the probes; without it the queue board only reads. */
+  token: string | undefined;
+  /** POST /admin/backup (src/backup/admin-routes.ts); embedded mode only. */
+  backup?: BackupRouteDeps;
 }
 
 /** Whether `probe` succeeds within `timeoutMs`. */
@@ -42,20 +49,29 @@ const answers = (probe: () => Promise<unknown>, timeoutMs = 2000): Promise<boole
 
 function createAdminApp(deps: AdminDeps): Koa {
   const app = new Koa();
+  // Before every route, those added later included.
+  app.use(requireAdminToken(deps.token));
+  app.use(readOnlyQueueBoard(QUEUE_BOARD_PATH, deps.token));
   const router = new Router();
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
-  router.get('/readyz', async (ctx) => {
+  const probe = async () => {
     const [store, redis] = await Promise.all([
       answers(async () => {
         if (!(await deps.store.ping())) throw new Error('store does not answer');
       }),
       answers(() => deps.redis.ping()),
     ]);
+    return { store, redis };
+  };
+  watchReadiness(probe);
+  router.get('/readyz', async (ctx) => {
+    const { store, redis } = await probe();
     ctx.status = store && redis ? 200 : 503;
     ctx.body = { status: store && redis ? 'ready' : 'unavailable', store: store ? 'ok' : 'down', redis: redis ? 'ok' : 'down' };
   });
+  if (deps.backup) mountBackupRoute(router, deps.backup);
   router.get('/metrics', async (ctx) => {
     ctx.type = registry.contentType;
     ctx.body = await registry.metrics();
@@ -63,7 +79,9 @@ function createAdminApp(deps: AdminDeps): Koa {
 
   const board = new KoaAdapter();
   board.setBasePath(QUEUE_BOARD_PATH);
-  createBullBoard({ queues: deps.queues.map((q) => new BullMQAdapter(q)), serverAdapter: board });
+  // Its buttons hidden too, when the board may only read.
+  const readOnlyMode = deps.token === undefined;
+  createBullBoard({ queues: deps.queues.map((q) => new BullMQAdapter(q, { readOnlyMode })), serverAdapter: board });
   watchQueues(async () =>
     Promise.all(deps.queues.map(async (q) => ({ queue: q.name, counts: await q.getJobCounts('waiting', 'active', 'delayed', 'failed') }))),
   );

@@ -1,4 +1,5 @@
 import client from 'prom-client';
+import { NOTIFICATIONS_QUEUE } from '../queue/contract.js';
 
 /**
  * The service's Prometheus metrics (served by the admin listener, src/observability/admin.ts):
@@ -60,6 +61,59 @@ export const storeQueryDuration = new client.Histogram({
   registers,
 });
 
+const DELIVERY_OUTCOMES = ['delivered', 'failed_retryable', 'failed_final', 'refused'] as const;
+export type DeliveryOutcome = (typeof DELIVERY_OUTCOMES)[number];
+
+const webhookDeliveries = new client.Counter({
+  name: 'vulndb_webhook_deliveries_total',
+  help: 'Webhook delivery attempts by outcome: delivered (2xx), failed_retryable (retried later), failed_final (out of attempts, kept as failed), refused (a destination WEBHOOK_ALLOW_PRIVATE forbids; not retried)',
+  labelNames: ['outcome'] as const,
+  registers,
+});
+for (const outcome of DELIVERY_OUTCOMES) webhookDeliveries.inc({ outcome }, 0);
+
+/** Counts one delivery attempt by outcome. */
+export const countDelivery = (outcome: DeliveryOutcome): void => webhookDeliveries.inc({ outcome });
+
+export const webhookDeliveryDuration = new client.Histogram({
+  name: 'vulndb_webhook_delivery_duration_seconds',
+  help: 'One webhook delivery attempt, from the request to the answer (or the failure)',
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+  registers,
+});
+
+const STATEMENT_KINDS = ['query', 'fields', 'command', 'insert'] as const;
+
+export const storeErrors = new client.Counter({
+  name: 'vulndb_store_errors_total',
+  help: 'Store statements that failed, by kind (unreachable, engine errors, time limits; not the ones superseded by newer data)',
+  labelNames: ['kind'] as const,
+  registers,
+});
+for (const kind of STATEMENT_KINDS) storeErrors.inc({ kind }, 0);
+
+/** Whether the store and Redis answer: the probe of /readyz, also run at each scrape. */
+export type ReadinessProbe = () => Promise<{ store: boolean; redis: boolean }>;
+let readinessProbe: ReadinessProbe | undefined;
+
+new client.Gauge({
+  name: 'vulndb_ready',
+  help: '1 when the dependency answers the probe of /readyz at this scrape, 0 when not: store, redis',
+  labelNames: ['dependency'] as const,
+  registers,
+  async collect() {
+    if (!readinessProbe) return;
+    const ready = await readinessProbe();
+    this.set({ dependency: 'store' }, ready.store ? 1 : 0);
+    this.set({ dependency: 'redis' }, ready.redis ? 1 : 0);
+  },
+});
+
+/** What the readiness gauge probes (the process's store and Redis). */
+export function watchReadiness(probe: ReadinessProbe | undefined): void {
+  readinessProbe = probe;
+}
+
 /** Jobs per queue and state, read from Redis at each scrape. */
 export type QueueCounts = () => Promise<{ queue: string; counts: Record<string, number> }[]>;
 let queueCounts: QueueCounts | undefined;
@@ -83,9 +137,37 @@ new client.Gauge({
   },
 });
 
+new client.Gauge({
+  name: 'vulndb_webhook_delivery_backlog',
+  help: 'Jobs of the notifications queue not yet taken: waiting plus delayed (retries waiting for their backoff)',
+  registers,
+  async collect() {
+    if (!queueCounts) return;
+    try {
+      const notifications = (await queueCounts()).find((q) => q.queue === NOTIFICATIONS_QUEUE);
+      if (notifications) this.set((notifications.counts.waiting ?? 0) + (notifications.counts.delayed ?? 0));
+    } catch {
+      // Redis unreachable: the last value stays (readyz says why).
+    }
+  },
+});
+
 /** Where the queue gauge reads its counts (the process's queues). */
 export function watchQueues(counts: QueueCounts | undefined): void {
   queueCounts = counts;
+}
+
+const buildInfo = new client.Gauge({
+  name: 'vulndb_build_info',
+  help: 'Always 1: the version of vulndb, the Node.js version and the source commit (unknown unless VULNDB_COMMIT is set) that run',
+  labelNames: ['version', 'node', 'commit'] as const,
+  registers,
+});
+
+/** Says which build runs (set once at start; dashboards and alerts join on it). */
+export function recordBuildInfo(build: { version: string; commit: string | undefined }): void {
+  buildInfo.reset();
+  buildInfo.set({ version: build.version, node: process.version, commit: build.commit ?? 'unknown' }, 1);
 }
 
 /** Counts reports by outcome. */

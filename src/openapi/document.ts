@@ -78,7 +78,8 @@ const BEARER = {
   scheme: 'bearer',
   bearerFormat: 'JWT',
   description:
-    'The tokens of SPEC §8.1: HS256 with JWT_SECRET or RS256 with JWT_PUBLIC_KEY; claims sub, teams, admin (and scopes on the database API). ' +
+    "The tokens of SPEC §8.1: HS256 with JWT_SECRET, RS256 with JWT_PUBLIC_KEY, or an identity provider's RS256/ES256 tokens (JWT_JWKS_URL); " +
+    'claims sub, teams, admin (names as JWT_TEAMS_CLAIM and JWT_ADMIN_CLAIM map them; and scopes on the database API). ' +
     'Metrics API: required on every operation but /api/v1/healthcheck. ' +
     'Database API: required only when the service runs with DB_API_AUTH=jwt; a caller that is not admin sees only the targets of its teams ' +
     'and what hangs off them (outside: empty lists, zero statistics, 404 for single resources); writes need admin or "scopes": ["ingest"].',

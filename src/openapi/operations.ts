@@ -7,6 +7,7 @@ import { METRICS_PREFIX } from '../metrics/app.js';
 import { METRICS } from '../metrics/routes.js';
 import { webhookOperations } from '../notifications/schema.js';
 import { decisionOperations } from '../decisions/operations.js';
+import { meOperation } from '../metrics/me.js';
 import { finishedReportSchema } from '../queue/contract.js';
 import { SOURCE_ENDPOINTS } from '../sources/endpoints.js';
 import {
@@ -133,4 +134,5 @@ export const metricsOperations: Operation[] = [
   },
   ...webhookOperations,
   ...decisionOperations,
+  meOperation,
 ];

@@ -70,7 +70,7 @@ const resourceGroupSchema = z.preprocess(
   ),
 );
 
-const vulnerabilitySchema = z.object(
+export const vulnerabilitySchema = z.object(
   {
     summary: requiredString,
     description: optionalString,
@@ -131,10 +131,13 @@ function pathText(path: readonly PropertyKey[]): string {
   return out;
 }
 
-/** A readable reason naming the offending fields, e.g. `vulnerabilities[2].score: must be …`. */
-export function describeIssues(error: z.ZodError, max = 5): string {
+/**
+ * A readable reason naming the offending fields, e.g. `vulnerabilities[2].score: must be …`; `within`
+ * is the path of the value parsed when it is part of a larger one.
+ */
+export function describeIssues(error: z.ZodError, max = 5, within: readonly PropertyKey[] = []): string {
   const parts = error.issues.slice(0, max).map((i) => {
-    const where = pathText(i.path);
+    const where = pathText([...within, ...i.path]);
     return where ? `${where}: ${i.message}` : i.message;
   });
   const more = error.issues.length > max ? ` (and ${error.issues.length - max} more)` : '';
@@ -206,6 +209,9 @@ export function checkReport(data: unknown): ReportVerdict {
  */
 export const NOTIFICATIONS_QUEUE = 'notifications';
 
+/** Every queue of the service: the ones `vulndb jobs --queue` accepts. */
+export const QUEUES: readonly string[] = [CHECKS_QUEUE, CHECK_BUNDLES_QUEUE, NOTIFICATIONS_QUEUE];
+
 const uuid = z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/);
 
 export const notificationEventSchema = z.object({
@@ -237,20 +243,26 @@ export const deliveryJobSchema = z.object({
 });
 export type DeliveryJob = z.infer<typeof deliveryJobSchema>;
 
+/**
+ * Failed jobs of the notifications queue are kept with their reason at most 7 days and the latest
+ * 10,000 (SPEC §9.1 bounds: Redis memory stays bounded whatever receivers or the store do).
+ */
+export const FAILED_NOTIFICATIONS_KEPT = { age: 7 * 24 * 3600, count: 10_000 };
+
 /** Dispatching reads the store: retried briefly on failure; failed ones kept for `vulndb jobs`. */
 export const dispatchJobOptions: JobsOptions = {
   attempts: 10,
   backoff: { type: 'exponential', delay: 1000 },
   removeOnComplete: { age: 3600, count: 1000 },
-  removeOnFail: false,
+  removeOnFail: FAILED_NOTIFICATIONS_KEPT,
 };
 
 /**
  * Deliveries retry with exponential backoff: attempt n waits base × 2^(n-1) after the previous
  * one, so `attempts` tries span base × (2^(attempts-1) − 1) — 34 h for the defaults, beyond the
- * 24 h SPEC §9.1 asks. Failed ones are kept (removeOnFail: false) for `vulndb jobs failed --queue
- * notifications` and re-drive; completed ones a day, so that a re-sent event (same job id) is
- * dropped meanwhile instead of delivered twice.
+ * 24 h SPEC §9.1 asks. Failed ones are kept with their reason for `vulndb jobs failed --queue
+ * notifications` and re-drive, within FAILED_NOTIFICATIONS_KEPT; completed ones a day, so that a
+ * re-sent event (same job id) is dropped meanwhile instead of delivered twice.
  */
 export const DELIVERY_ATTEMPTS = 13;
 export const DELIVERY_BACKOFF_MS = 30_000;
@@ -260,7 +272,7 @@ export function deliveryJobOptions(attempts = DELIVERY_ATTEMPTS, backoffMs = DEL
     attempts,
     backoff: { type: 'exponential', delay: backoffMs },
     removeOnComplete: { age: 24 * 3600, count: 10_000 },
-    removeOnFail: false,
+    removeOnFail: FAILED_NOTIFICATIONS_KEPT,
   };
 }
 

@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { Queue } from 'bullmq';
 import { createDbApi } from '../app.js';
 import { openDbApiWarning } from '../auth/db-api.js';
+import { JwksKeySet } from '../auth/jwks.js';
 import { startDecisionEffects, type DecisionEffects } from '../decisions/effects.js';
 import { nowSeconds } from '../domain/time.js';
 import { answerClientErrors } from '../http/client-errors.js';
@@ -9,18 +10,30 @@ import { closeServer, listen } from '../http/servers.js';
 import { createMetricsApi } from '../metrics/app.js';
 import { describeKeys, tokenKeys } from '../metrics/keys.js';
 import type { RoleContext, Stoppable } from './context.js';
+import type { StopDeadline } from './stop-deadline.js';
 
-/** Stops accepting HTTP (answering the requests in flight), then the decisions' effects. */
-const stopping = (servers: http.Server[], decisions: DecisionEffects) => async () => {
-  await Promise.all(servers.map(closeServer));
-  await decisions.close();
+/**
+ * Stops taking requests at once (closeServer, before any await), answers those in flight while
+ * time is left (then cuts their connections), then stops the decisions' effects.
+ */
+const stopping = (servers: http.Server[], decisions: DecisionEffects) => async (deadline: StopDeadline) => {
+  const answered = Promise.all(servers.map(closeServer));
+  if (!(await deadline.bound('answering the requests in flight', answered))) for (const s of servers) s.closeAllConnections();
+  await deadline.bound("closing the decisions' effects", decisions.close());
 };
+
+/** On one port, the metrics API answers its own paths and the triage page (SPEC §15). */
+const isMetricsPath = (url: string | undefined) => url !== undefined && (url.startsWith('/api/v1') || /^\/ui(?:[/?]|$)/.test(url));
 
 /** The API role: both Koa apps, on one port or two (SPEC §10). */
 export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppable & { dbApiUrl: string; metricsApiUrl: string }> {
   const { config, opts, log, store, redis, names } = s;
   const metricsLog = log.child({ api: 'metrics' });
-  const tokens = tokenKeys(config.jwt, config.dataDir);
+  // SPEC §8.1: the provider's key set is fetched at start; the service starts without it if the
+  // provider is unreachable (its tokens are refused until a later fetch succeeds).
+  const jwks = config.jwt.jwksUrl !== undefined ? new JwksKeySet({ url: config.jwt.jwksUrl, log: metricsLog }) : undefined;
+  await jwks?.refresh();
+  const tokens = tokenKeys(config.jwt, config.dataDir, jwks);
   describeKeys(tokens, config.dataDir, metricsLog);
   const openWarning = openDbApiWarning(config);
   if (openWarning) log.warn(openWarning);
@@ -44,6 +57,8 @@ export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppa
   });
   // Decisions change statistics and lists: cached answers are refreshed, events emitted (SPEC §12.3).
   const decisions = startDecisionEffects({ store, redis, names, dataVersion: s.dataVersion, now: opts.now ?? nowSeconds, log: metricsLog });
+  // The page learns the database API's port once it listens (0 in tests: any free port).
+  let dbApiPort: number | undefined;
   const metricsApi = createMetricsApi({
     store,
     log: metricsLog,
@@ -52,12 +67,15 @@ export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppa
     ...(opts.now ? { now: opts.now } : {}),
     onDecision: decisions.onChange,
     slaPolicy: config.slaPolicy,
+    webhooks: config.webhooks,
+    resolve: opts.notifications?.resolve,
+    ui: { dbApiPort: () => dbApiPort, dbApiAuth: config.dbApiAuth === 'jwt', oidc: config.oidc },
   });
   if (config.dbApiPort === config.metricsApiPort && config.dbApiPort !== 0) {
     // One port serves both route sets (SPEC §10).
     const db = dbApi.callback();
     const metrics = metricsApi.callback();
-    const server = http.createServer((req, res) => (req.url?.startsWith('/api/v1') ? metrics(req, res) : db(req, res)));
+    const server = http.createServer((req, res) => (isMetricsPath(req.url) ? metrics(req, res) : db(req, res)));
     answerClientErrors(server, 'database');
     const url = await listen(server, config.dbApiPort, config.host);
     return { dbApiUrl: url, metricsApiUrl: url, stop: stopping([server], decisions) };
@@ -67,6 +85,7 @@ export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppa
   answerClientErrors(dbServer, 'database');
   answerClientErrors(metricsServer, 'metrics');
   const dbApiUrl = await listen(dbServer, config.dbApiPort, config.host);
+  dbApiPort = Number(new URL(dbApiUrl).port);
   const metricsApiUrl = await listen(metricsServer, config.metricsApiPort, config.host);
   return { dbApiUrl, metricsApiUrl, stop: stopping([dbServer, metricsServer], decisions) };
 }

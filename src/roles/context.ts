@@ -2,11 +2,13 @@ import type { Redis } from 'ioredis';
 import type { DataVersion } from '../cache/data-version.js';
 import type { Config } from '../config.js';
 import type { TotalsRewriter } from '../ingest/totals.js';
+import type { CommitGate } from '../locks/commit-gate.js';
 import type { Locks } from '../locks/target-locks.js';
 import type { Logger } from '../log.js';
 import type { RedisNames } from '../queue/redis.js';
 import type { ServiceOptions } from '../service.js';
 import type { Store } from '../storage/gateway.js';
+import type { StopDeadline } from './stop-deadline.js';
 
 /**
  * What every role of the service shares (src/service.ts): the store, Redis, the target locks, the
@@ -23,9 +25,14 @@ export interface RoleContext {
   locks: Locks;
   totals: TotalsRewriter;
   dataVersion: DataVersion;
+  /** Closed by a snapshot (src/backup): each batch passes it whole. */
+  gate: CommitGate;
 }
 
-/** A started role: stopped in the service's shutdown order. */
+/**
+ * A started role: stopped in the service's shutdown order. `stop` stops its intake (requests,
+ * jobs) before its first await, then finishes what it holds while `deadline` leaves time.
+ */
 export interface Stoppable {
-  stop(): Promise<void>;
+  stop(deadline: StopDeadline): Promise<void>;
 }

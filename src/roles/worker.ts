@@ -1,33 +1,19 @@
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { bumpAfterBatch } from '../cache/batch-versions.js';
-import { within } from '../domain/deadline.js';
 import { ReportBatcher } from '../ingest/batcher.js';
 import { startIngestWorkers } from '../ingest/worker.js';
-import type { Logger } from '../log.js';
 import { startNotifications, type Notifications } from '../notifications/worker.js';
 import { workerConnection } from '../queue/redis.js';
 import type { RoleContext, Stoppable } from './context.js';
-
-/**
- * Lets the worker finish its jobs, but not forever: after a Redis outage BullMQ's close can wait
- * on a connection that never answers. Unfinished jobs are then left to BullMQ's stalled-job
- * recovery (they are retried, and ingestion is idempotent).
- */
-async function closeWorker(worker: Worker, log: Logger, graceMs = 30_000): Promise<void> {
-  const timedOut = await within(
-    worker.close().then(() => false),
-    graceMs,
-    () => true,
-  );
-  if (timedOut) {
-    log.warn('the worker did not stop in time; closing it without waiting for its jobs', { graceMs });
-    await within(worker.close(true), 2000, () => undefined);
-  }
-}
+import type { StopDeadline } from './stop-deadline.js';
 
 /** The worker role: the batcher and the BullMQ workers that feed it, on a connection of their own. */
-function startIngest(s: RoleContext, notify?: Notifications['notify']): { batcher: ReportBatcher; workers: Worker[]; connection: Redis } {
+function startIngest(
+  s: RoleContext,
+  stoppedAt: () => number | undefined,
+  notify?: Notifications['notify'],
+): { batcher: ReportBatcher; workers: Worker[]; connection: Redis } {
   const { config, log } = s;
   const batcher = new ReportBatcher({
     // Its statements go first to the embedded engine, which API requests share (README, Design).
@@ -40,6 +26,7 @@ function startIngest(s: RoleContext, notify?: Notifications['notify']): { batche
     maxEventAgeDays: config.ingest.maxEventAgeDays,
     log: log.child({ component: 'ingest' }),
     totals: s.totals,
+    gate: s.gate,
     onCommitted: (result, batch) => bumpAfterBatch({ store: s.store.prioritized(), dataVersion: s.dataVersion, log }, result, batch),
     ...(notify ? { notify } : {}),
     ...(s.opts.faults ? { faults: s.opts.faults } : {}),
@@ -52,6 +39,7 @@ function startIngest(s: RoleContext, notify?: Notifications['notify']): { batche
     reportsInFlight: config.ingest.batchSize * config.ingest.concurrency,
     jobs: config.jobs,
     log: log.child({ component: 'worker' }),
+    stoppedAt,
   });
   log.info('ingest worker started', {
     queues: workers.map((w) => w.name),
@@ -68,8 +56,11 @@ function startIngest(s: RoleContext, notify?: Notifications['notify']): { batche
 
 /**
  * The worker role: ingestion and, on a connection apart from the ingest workers', the webhooks'
- * deliveries and periodic check (SPEC §9.1). Stopping finishes the jobs and batches in flight
- * first, so that their last events are enqueued before the notifications stop.
+ * deliveries and periodic check (SPEC §9.1). Stopping (SPEC §3.7) takes no job from the signal on
+ * (every worker's close begins before the first await: BullMQ fetches nothing more once it has),
+ * then commits the batches of the jobs held, so that their last events are enqueued before the
+ * notifications stop. What is not done by the deadline is abandoned, its connections cut: those
+ * jobs stay in Redis and come back to a worker once their locks lapse (ingestion is idempotent).
  */
 export function startWorkerRole(s: RoleContext): Stoppable & { batcher: ReportBatcher; workers: Worker[] } {
   const { config, log } = s;
@@ -81,14 +72,23 @@ export function startWorkerRole(s: RoleContext): Stoppable & { batcher: ReportBa
     names: s.names,
     log: log.child({ component: 'notifications' }),
     slaPolicy: config.slaPolicy,
+    allowPrivate: config.webhooks.allowPrivate,
     options: s.opts.notifications,
   });
-  const ingest = startIngest(s, notifications.notify);
-  const stop = async () => {
-    await Promise.all(ingest.workers.map((w) => closeWorker(w, log)));
-    await ingest.batcher.drain();
-    await notifications.close();
-    await Promise.allSettled([ingest.connection.quit(), notifyConnection.quit()]);
+  // Set as the stop begins, so that a job BullMQ still hands over then is handed back.
+  const intake: { stoppedAt?: number } = {};
+  const ingest = startIngest(s, () => intake.stoppedAt, notifications.notify);
+  const stop = async (deadline: StopDeadline) => {
+    intake.stoppedAt = Date.now();
+    const held = Promise.all(ingest.workers.map((w) => w.close())).then(() => ingest.batcher.drain());
+    // Deliveries wait in their queue for the next process.
+    void notifications.worker.close().catch(() => undefined);
+    await deadline.bound('committing the jobs held', held);
+    await deadline.bound('closing the notifications', notifications.close());
+    await deadline.bound('closing the worker connections', Promise.allSettled([ingest.connection.quit(), notifyConnection.quit()]));
+    // A connection that did not answer QUIT (Redis down) would keep the process alive.
+    ingest.connection.disconnect();
+    notifyConnection.disconnect();
   };
   return { batcher: ingest.batcher, workers: ingest.workers, stop };
 }

@@ -62,6 +62,19 @@ function clientLog(
   return { log: { LoggerClass: ServiceLogger, level: ClickHouseLogLevel.WARN } };
 }
 
+/**
+ * `vulndb backup`/`restore` (src/backup) write and read snapshots with the engine's own BACKUP and
+ * RESTORE to File(<dir>), which it refuses without `backups.allowed_path`, server configuration
+ * that only the engine's start-up arguments can give. The first connection to a data folder starts
+ * the engine with its arguments; this one is opened only for that and closed once the client's
+ * connection is open. Any path is allowed: the process may write wherever its user may, and asking
+ * it to is the admin listener's concern.
+ */
+async function backupsAllowed(dataPath: string): Promise<{ close(): void }> {
+  const { Session } = await import('chdb');
+  return new Session(dataPath, { connectionArgs: ['--backups.allowed_path=/'] });
+}
+
 /** A client on the embedded engine (chdb) storing under `cfg.embeddedPath`. */
 export async function openEmbeddedClient(cfg: StoreConfig, log?: Logger): Promise<ClickHouseClient> {
   fs.mkdirSync(cfg.embeddedPath, { recursive: true });
@@ -71,7 +84,9 @@ export async function openEmbeddedClient(cfg: StoreConfig, log?: Logger): Promis
     // contract is the one createClient expects.
     // Loaded only here: server mode never needs the native engine.
     const { createChdbConnection } = await import('chdb/connection');
+    const starter = await backupsAllowed(cfg.embeddedPath);
     const connection = createChdbConnection({ path: cfg.embeddedPath }) as unknown as NodeClickHouseClientConfigOptions['connection'];
+    starter.close();
     client = createClient({ connection, ...clientLog(log) });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);

@@ -1,4 +1,4 @@
-import { storeQueryDuration } from '../observability/metrics.js';
+import { storeErrors, storeQueryDuration } from '../observability/metrics.js';
 
 /** A failure of the store itself (unreachable, engine error): callers treat it as transient. */
 export class StoreError extends Error {
@@ -36,6 +36,7 @@ export async function guard<T>(what: string, run: () => Promise<T>, kind = what.
   try {
     return await run();
   } catch (err) {
+    if (!(err instanceof DataChanged)) storeErrors.inc({ kind });
     if (err instanceof StoreError) throw err;
     const message = err instanceof Error ? err.message : String(err);
     throw new StoreError(`${what} failed: ${message}`, { cause: err });

@@ -2,7 +2,7 @@
  * npm run fuzz -- [--requests N] [--seed S] [--path P] [--batch B] [--reads R] [--only reads,writes,metrics,unknown] [--db-auth]
  *
  * The fuzz campaign of test/fuzz.test.ts at any length (issue 21): starts the service in this
- * process (embedded engine in a temporary folder, the Redis on 127.0.0.1:6379 under key prefixes of
+ * process (embedded engine in a temporary folder, the Redis of REDIS_URL (default 127.0.0.1:6379) under key prefixes of
  * its own, removed at the end), loads the API test catalog, stops the ingest workers (accepted
  * reports stay queued) and sends N generated requests (default 10,000) with a random seed unless
  * --seed is given; then checks /stats/size and the queued jobs, ingests the accepted reports (no job
@@ -59,7 +59,7 @@ if (!Number.isInteger(requests) || requests < 1 || !Number.isInteger(seed) || !N
   process.exit(2);
 }
 
-const REDIS_URL = 'redis://127.0.0.1:6379';
+const REDIS_URL = process.env.REDIS_URL?.trim() || 'redis://127.0.0.1:6379';
 const id = randomUUID().slice(0, 8);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vulndb-fuzz-'));
 const config = loadConfig({

@@ -12,12 +12,13 @@ import { testDataDir, testStoreConfig } from './engine.js';
 import { worked } from './reports.js';
 
 /**
- * A real service for end-to-end tests: embedded engine on a fresh database, the Redis on
- * 127.0.0.1:6379 under key prefixes of its own (removed on close), APIs on ephemeral ports.
- * A missing Redis fails the tests; nothing is skipped.
+ * A real service for end-to-end tests: embedded engine on a fresh database, the Redis of REDIS_URL
+ * (default 127.0.0.1:6379) under key prefixes of its own (removed on close), APIs on ephemeral
+ * ports. A missing Redis fails the tests; nothing is skipped.
  */
 
-export const REDIS_URL = 'redis://127.0.0.1:6379';
+/** The shared Redis of the tests: REDIS_URL when set (tests may read the environment), else the local one. */
+export const REDIS_URL = process.env.REDIS_URL?.trim() || 'redis://127.0.0.1:6379';
 
 export interface TestService extends Service {
   config: Config;
@@ -30,7 +31,11 @@ export interface TestService extends Service {
 }
 
 export async function startTestService(
-  opts: Partial<Pick<ServiceOptions, 'api' | 'worker' | 'faults' | 'now' | 'notifications'>> & { env?: Record<string, string> } = {},
+  opts: Partial<Pick<ServiceOptions, 'api' | 'worker' | 'faults' | 'now' | 'notifications' | 'log'>> & {
+    env?: Record<string, string>;
+    /** An existing database of the test engine (a restored one) instead of a fresh one. */
+    database?: string;
+  } = {},
 ): Promise<TestService> {
   const id = randomUUID().slice(0, 8);
   const config = loadConfig({
@@ -45,14 +50,16 @@ export async function startTestService(
     INGEST_COMMIT_INTERVAL_MS: '0',
     ADMIN_PORT: '0',
     LOG_LEVEL: 'silent',
+    // The webhook tests' receivers listen on loopback, which SPEC §9.1 refuses by default.
+    WEBHOOK_ALLOW_PRIVATE: 'true',
     ...opts.env,
   });
-  config.store = testStoreConfig();
+  config.store = testStoreConfig(opts.database);
   const names: RedisNames = { queuePrefix: `bull-test-${id}`, keyPrefix: `vulndb-test-${id}` };
   const service = await startService(config, {
     api: opts.api ?? true,
     worker: opts.worker ?? true,
-    log: createLogger(config.logLevel),
+    log: opts.log ?? createLogger(config.logLevel),
     names,
     ...(opts.faults ? { faults: opts.faults } : {}),
     ...(opts.now ? { now: opts.now } : {}),

@@ -1,0 +1,150 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { CommitGate } from '../locks/commit-gate.js';
+import type { Logger } from '../log.js';
+import type { Store } from '../storage/gateway.js';
+import {
+  copiedAsFile,
+  differences,
+  folderBytes,
+  type Manifest,
+  MANIFEST_FILE,
+  readManifest,
+  SnapshotError,
+  snapshotTables,
+  sqlString,
+  STORE_DIR,
+  type StoredTable,
+  TABLES_DIR,
+  tableSums,
+  writeManifest,
+} from './manifest.js';
+
+/**
+ * `vulndb backup` in embedded mode (SPEC §14), run by the service that owns the data folder: with
+ * the commit gate closed (no batch half written, no write landing), it sums every table, has the engine BACKUP the database and copies the
+ * key-value tables; then, writers running again, it verifies the copy by restoring it into a
+ * scratch database and summing that, and writes the manifest last.
+ */
+
+export interface SnapshotProgress {
+  phase: 'sums' | 'backup' | 'copies' | 'verify';
+  done: number;
+  of: number;
+  /** backup: bytes the engine has written so far. */
+  bytes?: number;
+}
+
+export interface SnapshotDeps {
+  store: Store;
+  gate: CommitGate;
+  log: Logger;
+}
+
+/** The folder a snapshot may be written to: absolute, and absent or empty. */
+export function checkSnapshotDir(dir: string): string | undefined {
+  if (!path.isAbsolute(dir)) return `the snapshot folder must be an absolute path: ${dir}`;
+  if (fs.existsSync(dir) && (!fs.statSync(dir).isDirectory() || fs.readdirSync(dir).length > 0))
+    return `${dir} exists and is not an empty folder: a snapshot goes to a new or empty one`;
+  return undefined;
+}
+
+const fileOf = (dir: string, t: StoredTable) => path.join(dir, TABLES_DIR, `${t.name}.native`);
+
+/** Runs the engine's BACKUP in the background and reports its bytes until it ends. */
+async function backupStore(store: Store, tables: StoredTable[], dir: string, onBytes: (bytes: number) => void): Promise<void> {
+  const list = tables.map((t) => `TABLE ${store.database}.${t.name}`).join(', ');
+  const [started] = await store.query<{ id: string }>(`BACKUP ${list} TO File(${sqlString(path.join(dir, STORE_DIR))}) ASYNC`);
+  for (;;) {
+    const [state] = await store.query<{ status: string; bytes: number; error: string }>(
+      'SELECT toString(status) AS status, total_size AS bytes, error FROM system.backups WHERE id = {id:String}',
+      { id: started!.id },
+    );
+    if (state) onBytes(state.bytes);
+    if (state?.status === 'BACKUP_CREATED') return;
+    if (state?.status !== 'CREATING_BACKUP')
+      throw new SnapshotError(`the engine's BACKUP failed: ${state?.error.split('\n')[0] ?? 'lost'}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Restores the snapshot under `dir` into `database` (existing and empty): the engine's part, then the copied tables. */
+export async function restoreInto(store: Store, dir: string, from: string, database: string, tables: StoredTable[]): Promise<void> {
+  const rename = from === database ? '' : ` AS ${database}`;
+  await store.command(`RESTORE DATABASE ${from}${rename} FROM File(${sqlString(path.join(dir, STORE_DIR))})`, undefined, { timeoutMs: 0 });
+  for (const t of tables.filter(copiedAsFile)) {
+    await store.command(`INSERT INTO ${database}.${t.name} SELECT * FROM file(${sqlString(fileOf(dir, t))}, Native)`, undefined, {
+      timeoutMs: 0,
+    });
+  }
+}
+
+/** Verifies the written copy: restored into a scratch database, its sums must be the recorded ones. */
+async function verify(store: Store, dir: string, manifest: Manifest, tables: StoredTable[], onProgress: (p: SnapshotProgress) => void) {
+  const scratch = `${store.database}_verify_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  await store.command(`CREATE DATABASE ${scratch}`);
+  try {
+    await restoreInto(store, dir, store.database, scratch, tables);
+    const sums = await tableSums(store, scratch, tables, (done, of) => onProgress({ phase: 'verify', done, of }));
+    const wrong = differences(manifest.tables, sums);
+    if (wrong.length > 0) throw new SnapshotError(`the snapshot differs from the store it copied: ${wrong.join('; ')}`);
+  } finally {
+    await store.command(`DROP DATABASE IF EXISTS ${scratch} SYNC`, undefined, { timeoutMs: 0 });
+  }
+}
+
+/** Takes a snapshot into `dir` (see checkSnapshotDir); resolves to its manifest once verified. */
+export async function takeSnapshot(
+  deps: SnapshotDeps,
+  dir: string,
+  onProgress: (p: SnapshotProgress) => void = () => {},
+): Promise<Manifest> {
+  const refusal = checkSnapshotDir(dir);
+  if (refusal) throw new SnapshotError(refusal);
+  const { store, gate, log } = deps;
+  fs.mkdirSync(path.join(dir, TABLES_DIR), { recursive: true });
+  const started = Date.now();
+  try {
+    const { manifest, tables } = await gate.close(async () => {
+      const tables = await snapshotTables(store, store.database);
+      const sums = await tableSums(store, store.database, tables, (done, of) => onProgress({ phase: 'sums', done, of }));
+      const [facts] = await store.query<{ schema: number; sources: number; engine: string }>(
+        'SELECT (SELECT max(version) FROM schema_migrations) AS schema, (SELECT count() FROM sources FINAL) AS sources, version() AS engine',
+      );
+      await backupStore(store, tables, dir, (bytes) => onProgress({ phase: 'backup', done: 0, of: 1, bytes }));
+      const copied = tables.filter(copiedAsFile);
+      for (const [i, t] of copied.entries()) {
+        await store.command(`INSERT INTO FUNCTION file(${sqlString(fileOf(dir, t))}, Native) SELECT * FROM ${t.name}`, undefined, {
+          timeoutMs: 0,
+        });
+        onProgress({ phase: 'copies', done: i + 1, of: copied.length });
+      }
+      const manifest: Manifest = {
+        format: 1,
+        created_at: new Date().toISOString(),
+        database: store.database,
+        schema_version: facts!.schema,
+        engine_version: facts!.engine,
+        sources: facts!.sources,
+        tables: sums,
+        bytes: 0,
+      };
+      log.info('snapshot taken; verifying it', { dir, ms: Date.now() - started, tables: tables.length });
+      return { manifest, tables };
+    });
+    await verify(store, dir, manifest, tables, onProgress);
+    manifest.bytes = folderBytes(dir);
+    writeManifest(dir, manifest);
+    // What a restore will read, read back.
+    const reread = readManifest(dir);
+    if (JSON.stringify(reread) !== JSON.stringify(manifest)) throw new SnapshotError(`${MANIFEST_FILE} reads back differently`);
+    log.info('snapshot verified', { dir, bytes: manifest.bytes, sources: manifest.sources, ms: Date.now() - started });
+    return manifest;
+  } catch (err) {
+    // A snapshot that is not verified is no snapshot: nothing left that could be mistaken for one
+    // (the folder itself stays: it may be the operator's mount point).
+    for (const entry of fs.readdirSync(dir)) fs.rmSync(path.join(dir, entry), { recursive: true, force: true });
+    throw err;
+  }
+}
