@@ -1,5 +1,12 @@
 /**
  * npm run bench:load [-- --scale 100k|1m --duration 300 --rate 500 --connections 10 --warmup 10]
+ * npm run bench:load -- --scale 100k --rates 0,100,500 --duration 120 [--bulk 8000] [--service-dir DIR]
+ *
+ * `--rates`: phases on one service, in the order given (0: an idle phase), each with its own
+ * warm-up and window; every phase's figures are also ratios to the idle phase's (issue 32). After
+ * the phases and the drain, `--bulk N` enqueues N reports at once (a backlog) and records the
+ * engine time per report of the batches that drain it: the bulk replay the paced batches compare
+ * to. `--service-dir` runs the service of another checkout (an earlier commit: before/after runs).
  *
  * The service under a mixed load while reports keep arriving (issue 21). On a copy of a benchmark
  * dataset (bench/lib/dataset.ts; built first if missing; the copy keeps the dataset itself as
@@ -30,8 +37,9 @@ import { tokenKeys } from '../src/metrics/keys.js';
 import { signJwt } from '../src/metrics/sign.js';
 import { dataDirOf, LARGE_TEAM, openDataset, SCALES, SMALL_TEAM, type Dataset, type Scale } from './lib/dataset.js';
 import { startIngestion } from './lib/load-ingest.js';
-import { KINDS, rawRequest, runMix, type MixPaths, type RawAnswer } from './lib/load-http.js';
+import { rawRequest, runMix, type MixPaths, type RawAnswer } from './lib/load-http.js';
 import { copyDataset, freePort, procCpuSeconds, startPrivateRedis, startService } from './lib/load-procs.js';
+import { batchFigures, lagFigures, type PhaseRun, phaseFigures, phaseTargets, printPhases, r1, r2, ratiosTo } from './lib/load-phases.js';
 import { writeResults } from './lib/results.js';
 
 const args = process.argv.slice(2);
@@ -49,6 +57,12 @@ const TIMEOUT_S = Number(arg('timeout', '10'));
 /** Optional cap of the requests per second of all connections together (default: as fast as answered). */
 const API_RATE = Number(arg('api-rate', '0'));
 for (const [name, v] of Object.entries({ DURATION, RATE })) if (!(v > 0)) throw new Error(`--${name.toLowerCase()} must be positive`);
+const RATES = arg('rates', String(RATE))
+  .split(',')
+  .map((x) => Number(x.trim()));
+if (RATES.some((r) => !(r >= 0))) throw new Error('--rates must be a comma-separated list of rates >= 0');
+const BULK = Number(arg('bulk', '0'));
+const SERVICE_DIR = arg('service-dir', '');
 const LAG_TARGET_S = 30;
 const SCANS = SCALES[SCALE].scans;
 const TARGETS = SCALES[SCALE].targets;
@@ -104,6 +118,8 @@ const service = await startService(
   // The admin listener (/metrics) on a free port too: 9464 may be taken by another instance.
   { DATA_DIR: copyDir, REDIS_URL: redis.url, JWT_SECRET: secret, ADMIN_PORT: String(await freePort()) },
   port,
+  undefined,
+  SERVICE_DIR || undefined,
 );
 servicePid = service.pid;
 const cleanup = async () => {
@@ -177,10 +193,9 @@ const paths: MixPaths = {
   }
 }
 
-// --- ingestion and load ------------------------------------------------------------------------
-const ingestion = startIngestion({ redisUrl: redis.url, queuePrefix: 'bull', rate: RATE, targets: TARGETS, firstScan: SCANS });
+// --- ingestion and load, phase by phase ------------------------------------------------------------
+const ingestion = startIngestion({ redisUrl: redis.url, queuePrefix: 'bull', rate: RATES[0]!, targets: TARGETS, firstScan: SCANS });
 ingestion.start();
-const ingestStarted = Date.now();
 const mixOptions = {
   url: service.url,
   token,
@@ -189,30 +204,50 @@ const mixOptions = {
   timeoutS: TIMEOUT_S,
   ...(API_RATE > 0 ? { overallRate: API_RATE } : {}),
 };
-if (WARMUP > 0) {
-  const w = await runMix({ ...mixOptions, seconds: WARMUP, seed: 1 });
-  console.log(
-    `warm-up: ${w.requests} requests (${w.rps}/s), ${w.errors} errors, ${w.non2xx} non-2xx; ${ingestion.enqueued()} reports enqueued`,
-  );
+const runs: PhaseRun[] = [];
+for (const [n, rate] of RATES.entries()) {
+  ingestion.setRate(rate);
+  if (WARMUP > 0) {
+    const w = await runMix({ ...mixOptions, seconds: WARMUP, seed: 1 + 2 * n });
+    console.log(
+      `phase ${rate}/s warm-up: ${w.requests} requests (${w.rps}/s), ${w.errors} errors, ${w.non2xx} non-2xx; ${ingestion.enqueued()} reports enqueued`,
+    );
+  }
+  const cpu0 = { service: service.cpuSeconds(), redis: procCpuSeconds(redis.pid), bench: process.cpuUsage() };
+  const windowStart = Date.now();
+  const enqueuedAtStart = ingestion.enqueued();
+  const mix = await runMix({ ...mixOptions, seconds: DURATION, seed: 2 + 2 * n });
+  const windowEnd = Date.now();
+  const benchCpu = process.cpuUsage(cpu0.bench);
+  runs.push({
+    rate,
+    windowStart,
+    windowEnd,
+    mix,
+    enqueuedInWindow: ingestion.enqueued() - enqueuedAtStart,
+    cpu: {
+      serviceSeconds: +(service.cpuSeconds() - cpu0.service).toFixed(1),
+      redisSeconds: +(procCpuSeconds(redis.pid) - cpu0.redis).toFixed(1),
+      benchSeconds: +((benchCpu.user + benchCpu.system) / 1e6).toFixed(1),
+    },
+    endSample: ingestion.samples[ingestion.samples.length - 1],
+  });
+  console.log(`phase ${rate}/s: ${mix.requests} requests (${mix.rps}/s), ${mix.errors} errors, ${mix.non2xx} non-2xx`);
 }
-const cpu0 = { service: service.cpuSeconds(), redis: procCpuSeconds(redis.pid), bench: process.cpuUsage() };
-const windowStart = Date.now();
-const enqueuedAtStart = ingestion.enqueued();
-const mix = await runMix({ ...mixOptions, seconds: DURATION, seed: 2 });
-const windowEnd = Date.now();
-const enqueuedInWindow = ingestion.enqueued() - enqueuedAtStart;
-const benchCpu = process.cpuUsage(cpu0.bench);
-const cpu = {
-  serviceSeconds: +(service.cpuSeconds() - cpu0.service).toFixed(1),
-  redisSeconds: +(procCpuSeconds(redis.pid) - cpu0.redis).toFixed(1),
-  benchSeconds: +((benchCpu.user + benchCpu.system) / 1e6).toFixed(1),
-};
 await ingestion.stop();
 const endSample = ingestion.samples[ingestion.samples.length - 1];
 const drainStarted = performance.now();
 const drained = await ingestion.drained(Math.max(120, DURATION) * 1000);
 const drainSeconds = (performance.now() - drainStarted) / 1000;
 const loadavgAfterLoad = os.loadavg().map((x) => +x.toFixed(2));
+// The bulk comparison: a backlog drained as fast as the worker can, without API load.
+let bulk: { reports: number; seconds: number | null; drained: boolean; from: number; to: number } | undefined;
+if (BULK > 0 && drained) {
+  const from = Date.now();
+  await ingestion.burst(BULK);
+  const bulkDrained = await ingestion.drained(Math.max(300, DURATION) * 1000);
+  bulk = { reports: BULK, seconds: r1((Date.now() - from) / 1000), drained: bulkDrained, from, to: Date.now() };
+}
 
 // --- pathological requests on the idle service --------------------------------------------------
 const auth = { Authorization: `Bearer ${token}` };
@@ -267,63 +302,31 @@ await cleanup();
 const loadavgAfter = os.loadavg().map((x) => +x.toFixed(2));
 
 // --- figures -----------------------------------------------------------------------------------
-const q = (xs: number[], p: number) => {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))]!;
+const bulkBatches = bulk ? batchFigures(batches.filter((b) => b.at >= bulk.from && b.at <= bulk.to)) : null;
+const phaseList = runs.map((r) => phaseFigures(r, ingestion, batches));
+const idle = phaseList.find((p) => p.rate === 0);
+const phases = phaseList.map((p) => ({
+  ...p,
+  ratios: idle && p !== idle ? ratiosTo(idle, p) : null,
+  targets: phaseTargets(idle, p, bulkBatches?.engineMsPerReport ?? null),
+}));
+const errorsTotal = runs.reduce((n, r) => n + r.mix.errors + r.mix.non2xx, 0);
+const lagMax = Math.max(...phases.map((p) => Math.max(p.ingestion.lag.maxS ?? 0, p.ingestion.oldestPending.maxS ?? 0)));
+const failedJobs = ingestion.samples[ingestion.samples.length - 1]?.failed ?? 0;
+const targets = {
+  errors: { target: 0, value: errorsTotal, met: errorsTotal === 0 },
+  lag: { targetS: LAG_TARGET_S, maxS: lagMax, met: lagMax < LAG_TARGET_S && failedJobs === 0 },
+  keptUp: {
+    backlogAtEnd: endSample ? endSample.waiting + endSample.active + endSample.delayed : null,
+    met: drained && (endSample ? endSample.oldestPendingS < LAG_TARGET_S : true),
+  },
 };
-const r1 = (x: number) => (Number.isFinite(x) ? +x.toFixed(1) : null);
-const r2 = (x: number) => (Number.isFinite(x) ? +x.toFixed(2) : null);
-const inWindow = (at: number) => at >= windowStart && at <= windowEnd;
-const lagMs = ingestion.lags.filter((l) => inWindow(l.at)).map((l) => l.ms);
-const allLagMs = ingestion.lags.map((l) => l.ms);
-const oldest = ingestion.samples.filter((s) => inWindow(ingestStarted + s.t * 1000)).map((s) => s.oldestPendingS);
-const windowBatches = batches.filter((b) => inWindow(b.at));
-const committedInWindow = windowBatches.reduce((n, b) => n + b.jobs, 0);
-const lagFigures = (ms: number[]) => ({
-  jobs: ms.length,
-  p50S: r2(q(ms, 0.5) / 1000),
-  p99S: r2(q(ms, 0.99) / 1000),
-  maxS: r2(q(ms, 1) / 1000),
-});
-const ingestionFigures = {
-  rateTarget: RATE,
-  enqueuedInWindow,
-  enqueuedPerSecond: r1(enqueuedInWindow / ((windowEnd - windowStart) / 1000)),
-  committedInWindow,
-  committedPerSecond: r1(committedInWindow / ((windowEnd - windowStart) / 1000)),
+const ingestionRun = {
   enqueuedTotal: ingestion.enqueued(),
   committedTotal: batches.reduce((n, b) => n + b.jobs, 0),
   duplicates: batches.reduce((n, b) => n + b.duplicates, 0),
   addErrors: ingestion.addErrors,
-  batchesInWindow: {
-    count: windowBatches.length,
-    reportsP50: q(
-      windowBatches.map((b) => b.jobs),
-      0.5,
-    ),
-    reportsMax: q(
-      windowBatches.map((b) => b.jobs),
-      1,
-    ),
-    msP50: q(
-      windowBatches.map((b) => b.ms),
-      0.5,
-    ),
-    msP99: q(
-      windowBatches.map((b) => b.ms),
-      0.99,
-    ),
-    msMax: q(
-      windowBatches.map((b) => b.ms),
-      1,
-    ),
-  },
-  // enqueue → job completed (finishedOn), per job, for jobs completed within the measured window
-  lag: lagFigures(lagMs),
-  lagWholeRun: lagFigures(allLagMs),
-  // age of the oldest report not yet committed, sampled every second within the window
-  oldestPending: { samples: oldest.length, p50S: r2(q(oldest, 0.5)), p99S: r2(q(oldest, 0.99)), maxS: r2(q(oldest, 1)) },
+  lagWholeRun: lagFigures(ingestion.lags.map((l) => l.ms)),
   atEndOfLoad: endSample
     ? {
         waiting: endSample.waiting,
@@ -335,20 +338,10 @@ const ingestionFigures = {
     : null,
   drained,
   drainSeconds: r1(drainSeconds),
-  failedJobs: ingestion.samples[ingestion.samples.length - 1]?.failed ?? 0,
-  // every 5th queue sample (t: seconds since the producer started; the window starts at warm-up's end)
+  failedJobs,
+  bulk: bulk ? { ...bulk, batches: bulkBatches } : null,
+  // every 5th queue sample (t: seconds since the producer started)
   timeline: ingestion.samples.filter((_, i) => i % 5 === 0).map((s) => ({ ...s, t: r1(s.t), oldestPendingS: r2(s.oldestPendingS) })),
-};
-const lagMax = Math.max(ingestionFigures.lag.maxS ?? 0, ingestionFigures.oldestPending.maxS ?? 0);
-const targets = {
-  errors: { target: 0, value: mix.errors + mix.non2xx, met: mix.errors + mix.non2xx === 0 },
-  lag: { targetS: LAG_TARGET_S, maxS: lagMax, met: lagMax < LAG_TARGET_S && ingestionFigures.failedJobs === 0 },
-  keptUp: {
-    // what was committed within the window against what was enqueued in it, and the backlog left
-    committedShare: r2(committedInWindow / Math.max(1, enqueuedInWindow)),
-    backlogAtEnd: endSample ? endSample.waiting + endSample.active + endSample.delayed : null,
-    met: drained && (endSample ? endSample.oldestPendingS < LAG_TARGET_S : true),
-  },
 };
 
 // Which code served: the commit, and whether the service's sources differed from it (a shared tree).
@@ -375,21 +368,27 @@ const result = {
     connections: CONNECTIONS,
     apiRateCap: API_RATE || null,
     requestTimeoutSeconds: TIMEOUT_S,
-    reportsPerSecond: RATE,
+    reportsPerSecond: RATES,
+    bulkReports: BULK || null,
+    serviceDir: SERVICE_DIR || null,
     mix: { metrics: 0.7, stats: 0.2, findings: 0.1 },
     metricsPaths: paths.metrics,
     service:
       'child process: node --max-semi-space-size=64 --import tsx src/cli/main.ts serve (APIs and worker, embedded store), both APIs on one port, on a copy of the dataset',
     serviceEnv: Object.fromEntries(
-      ['WORKER_CONCURRENCY', 'INGEST_BATCH_SIZE', 'INGEST_BATCH_WAIT_MS'].map((k) => [k, process.env[k] ?? 'default']),
+      ['WORKER_CONCURRENCY', 'INGEST_BATCH_SIZE', 'INGEST_BATCH_WAIT_MS', 'INGEST_COMMIT_INTERVAL_MS'].map((k) => [
+        k,
+        process.env[k] ?? 'default',
+      ]),
     ),
     redis: 'a private redis-server started for the run (no persistence)',
     producer: 'this process: one BullMQ job per report on "checks", the scans after the dataset\'s history on its targets',
     loadGenerator: `autocannon ${'8'} in this process, each connection cycling 7 metrics, 2 statistics, 1 findings page`,
   },
-  http: mix,
-  ingestion: ingestionFigures,
-  cpu: { ...cpu, coresBusy: r2((cpu.serviceSeconds + cpu.redisSeconds + cpu.benchSeconds) / ((windowEnd - windowStart) / 1000)) },
+  phases,
+  // The whole mix of each phase (per kind: statuses, X-Cache, 10 s windows).
+  http: runs.map((r) => ({ rate: r.rate, ...r.mix })),
+  ingestion: ingestionRun,
   pathological,
   serviceProblems: problems,
   targets,
@@ -397,42 +396,26 @@ const result = {
 
 // --- the table ---------------------------------------------------------------------------------
 console.log(
-  `\n${SCALE}, ${DURATION} s, ${CONNECTIONS} connections, ${RATE} reports/s on ${result.host.model} (loadavg ${loadavgBefore.join(' ')} → ${loadavgAfterLoad.join(' ')})`,
+  `\n${SCALE}, ${DURATION} s per phase, ${CONNECTIONS} connections, reports/s ${RATES.join(', ')} on ${result.host.model} (loadavg ${loadavgBefore.join(' ')} → ${loadavgAfterLoad.join(' ')})`,
 );
-console.log('| kind | requests | req/s | p50 ms | p90 ms | p99 ms | max ms | non-2xx | X-Cache HIT |');
-console.log('|---|---|---|---|---|---|---|---|---|');
-for (const kind of KINDS) {
-  const k = mix.kinds[kind];
-  console.log(
-    `| ${kind} | ${k.requests} | ${k.rps} | ${k.p50} | ${k.p90} | ${k.p99} | ${k.max} | ${k.non2xx} | ${k.hitRatio === null ? '–' : `${(k.hitRatio * 100).toFixed(1)}%`} |`,
-  );
-}
-console.log(`| all | ${mix.requests} | ${mix.rps} | | | | | ${mix.non2xx} | |`);
+printPhases(phases);
+const i = ingestionRun;
 console.log(
-  `errors (connection errors and timeouts): ${mix.errors} (timeouts ${mix.timeouts}); 10 s windows req/s min ${Math.min(...mix.windows10s)} max ${Math.max(...mix.windows10s)}`,
-);
-const i = ingestionFigures;
-console.log(
-  `ingestion: enqueued ${i.enqueuedInWindow} (${i.enqueuedPerSecond}/s), committed ${i.committedInWindow} (${i.committedPerSecond}/s) in the window; ` +
-    `${i.batchesInWindow.count} batches (p50 ${i.batchesInWindow.reportsP50} reports, ${i.batchesInWindow.msP50} ms; max ${i.batchesInWindow.msMax} ms)`,
-);
-console.log(
-  `lag enqueue → completed: p50 ${i.lag.p50S} s, p99 ${i.lag.p99S} s, max ${i.lag.maxS} s (${i.lag.jobs} jobs measured); ` +
-    `oldest uncommitted report: p50 ${i.oldestPending.p50S} s, max ${i.oldestPending.maxS} s; at the end ${JSON.stringify(i.atEndOfLoad)}; ` +
+  `ingestion: ${i.committedTotal} committed of ${i.enqueuedTotal} enqueued; at the end of the load ${JSON.stringify(i.atEndOfLoad)}; ` +
     `drained ${drained ? `in ${i.drainSeconds} s` : 'NOT (timeout)'}; failed jobs ${i.failedJobs}`,
 );
-console.log(
-  `cpu in the window: service ${cpu.serviceSeconds} s, redis ${cpu.redisSeconds} s, load generator + producer ${cpu.benchSeconds} s (${result.cpu.coresBusy} cores busy)`,
-);
+if (i.bulk) console.log(`bulk: ${i.bulk.reports} reports at once drained in ${i.bulk.seconds} s; ${JSON.stringify(i.bulk.batches)}`);
+for (const p of phases) if (p.targets) console.log(`targets at ${p.rate}/s: ${JSON.stringify(p.targets)}`);
 console.log('pathological requests (idle service, 3 each):');
 for (const p of pathological)
   console.log(`  ${p.name}: ${p.status.join('/')} in ${p.medianMs} ms median, ${p.maxMs} ms max (${p.requestBytes} bytes)`);
 console.log(
   `targets: errors ${targets.errors.value} (0: ${targets.errors.met ? 'met' : 'MISSED'}); lag max ${lagMax} s (< ${LAG_TARGET_S} s: ${targets.lag.met ? 'met' : 'MISSED'}); ` +
-    `kept up: ${targets.keptUp.met ? 'yes' : 'NO'} (committed/enqueued ${targets.keptUp.committedShare}, backlog at the end ${targets.keptUp.backlogAtEnd})`,
+    `kept up: ${targets.keptUp.met ? 'yes' : 'NO'} (backlog at the end ${targets.keptUp.backlogAtEnd})`,
 );
 // Default settings write load-<scale>.json; other rates or connection counts a file of their own.
-const variant = `${RATE !== 500 ? `-r${RATE}` : ''}${CONNECTIONS !== 10 ? `-c${CONNECTIONS}` : ''}${API_RATE > 0 ? `-api${API_RATE}` : ''}`;
+const rates = RATES.length > 1 ? `-rates${RATES.join('-')}` : RATES[0] !== 500 ? `-r${RATES[0]}` : '';
+const variant = `${rates}${CONNECTIONS !== 10 ? `-c${CONNECTIONS}` : ''}${API_RATE > 0 ? `-api${API_RATE}` : ''}`;
 const written = writeResults(`load-${SCALE}${variant}`, result);
 console.log(`written to ${written.latest} and ${written.kept}`);
 process.exit(0);

@@ -36,6 +36,10 @@ export const mttrEndpoint = (path: string, tag: string, summary: string) => oneE
 export const targetsOfIssueEndpoint = (path: string, tag: string, summary: string) => listEndpoint(path, tag, summary, targetListResponse);
 export const issuesOfTargetEndpoint = (path: string, tag: string, summary: string) => listEndpoint(path, tag, summary, issueListResponse);
 
+/** The teams whose targets alone a list with these filters reads (undefined: every target's). */
+const teamsRead = (f: FindingFilters): string[] | undefined =>
+  f.team === undefined && f.teams === undefined ? undefined : [...(f.team !== undefined ? [f.team] : []), ...(f.teams ?? [])];
+
 /**
  * A findings list for a base (all, an issue's, a target's, a source's) with the filters of SPEC
  * §5.5, answered through the response cache: a page costs the engine one to three statements (see
@@ -59,6 +63,8 @@ export async function answerFindingList(
     scope: JSON.stringify(base ?? null),
     params: normalisedParams({ ...filters, ...page }),
     clockDependent: true,
+    // A team filter (the caller's own, within its scope) limits the list to those teams' targets.
+    teams: teamsRead(filters),
   };
   await answerCached(ctx, api.cache, request, async () => {
     const now = api.now();

@@ -49,6 +49,8 @@ const envSchema = z.object({
   WORKER_CONCURRENCY: positiveInt.default(1),
   INGEST_BATCH_SIZE: positiveInt.max(20_000).default(4000),
   INGEST_BATCH_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(20),
+  // Commit pacing (src/ingest/batcher.ts): at most one batch per interval unless a full one waits.
+  INGEST_COMMIT_INTERVAL_MS: z.coerce.number().int().min(0).max(30_000).default(2000),
   CLICKHOUSE_URL: optionalString,
   CLICKHOUSE_DATABASE: z
     .string()
@@ -144,6 +146,8 @@ export interface Config {
     concurrency: number;
     batchSize: number;
     batchWaitMs: number;
+    /** INGEST_COMMIT_INTERVAL_MS: the least time between two batches' starts while the queue is not backed up. */
+    commitIntervalMs: number;
     maxEventAgeDays: number;
   };
   pageSizeDefault: number;
@@ -245,6 +249,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       concurrency: e.WORKER_CONCURRENCY,
       batchSize: e.INGEST_BATCH_SIZE,
       batchWaitMs: e.INGEST_BATCH_WAIT_MS,
+      commitIntervalMs: e.INGEST_COMMIT_INTERVAL_MS,
       maxEventAgeDays: e.MAX_EVENT_AGE_DAYS,
     },
     pageSizeDefault: e.PAGE_SIZE_DEFAULT,

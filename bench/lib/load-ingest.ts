@@ -31,6 +31,10 @@ export interface QueueSample {
 export interface Ingestion {
   /** Starts adding `rate` reports per second. */
   start(): void;
+  /** From now on adds `rate` reports per second (0: none; a phase of bench/load.ts). */
+  setRate(rate: number): void;
+  /** Adds `count` reports at once (a backlog: the worker's bulk throughput), besides the rate. */
+  burst(count: number): Promise<void>;
   /** Stops adding; resolves once the last add returned. */
   stop(): Promise<void>;
   enqueued(): number;
@@ -83,9 +87,13 @@ export function startIngestion(opts: {
 
   // A tick every 50 ms adds what the rate owes since the start, so late ticks catch up and the
   // average rate is exact.
+  let rate = opts.rate;
+  // The rate's clock: reports owed since rateFrom, beyond the rateBase sent before it.
+  let rateFrom = 0;
+  let rateBase = 0;
   const tick = () => {
     if (adding) return;
-    const due = Math.floor(((Date.now() - started) / 1000) * opts.rate) - sent;
+    const due = Math.floor(((Date.now() - rateFrom) / 1000) * rate) - (sent - rateBase);
     if (due <= 0) return;
     const batch = Array.from({ length: due }, nextReport);
     const at = Date.now();
@@ -163,8 +171,25 @@ export function startIngestion(opts: {
   };
 
   return {
+    setRate(r) {
+      rate = r;
+      rateFrom = Date.now();
+      rateBase = sent;
+    },
+    async burst(count) {
+      await adding;
+      const at = Date.now();
+      for (let i = 0; i < count; i += 1000) {
+        const batch = Array.from({ length: Math.min(1000, count - i) }, nextReport);
+        sent += batch.length;
+        rateBase += batch.length; // not owed by the rate
+        for (const id of await enqueueReports(queue, batch)) enqueuedAt.set(id, at);
+      }
+    },
     start() {
       started = Date.now();
+      rateFrom = started;
+      rateBase = 0;
       producer = setInterval(tick, 50);
       completedTimer = setInterval(guard(readCompleted), 250);
       sampleTimer = setInterval(guard(sampleQueue), 1000);

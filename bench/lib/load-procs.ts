@@ -89,6 +89,8 @@ export interface BatchCommitted {
   jobs: number;
   duplicates: number;
   ms: number;
+  /** What the batch's statements held the engine (absent in logs of services before issue 32). */
+  engineMs?: number;
 }
 
 export interface ServiceChild {
@@ -120,8 +122,15 @@ function procCpuSeconds(pid: number): number {
  * with both APIs on one port, and resolves once it listens. `env` adds to this process's
  * environment (DATA_DIR, REDIS_URL, JWT_SECRET, …).
  */
-export async function startService(env: Record<string, string>, port: number, startTimeoutMs = 15 * 60_000): Promise<ServiceChild> {
+export async function startService(
+  env: Record<string, string>,
+  port: number,
+  startTimeoutMs = 15 * 60_000,
+  /** The checkout whose service runs (default: this one), e.g. an earlier commit's for a before/after run. */
+  cwd?: string,
+): Promise<ServiceChild> {
   const child = spawn(process.execPath, ['--max-semi-space-size=64', '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+    ...(cwd ? { cwd } : {}),
     env: { ...process.env, ...env, HOST: '127.0.0.1', DB_API_PORT: String(port), METRICS_API_PORT: String(port), LOG_LEVEL: 'info' },
     stdio: ['ignore', 'inherit', 'pipe'],
   });
@@ -145,6 +154,7 @@ export async function startService(env: Record<string, string>, port: number, st
         jobs: Number(rec.jobs),
         duplicates: Number(rec.duplicates ?? 0),
         ms: Number(rec.ms),
+        ...(rec.engineMs !== undefined ? { engineMs: Number(rec.engineMs) } : {}),
       });
     } else if (rec.msg === 'APIs listening') {
       listening?.();

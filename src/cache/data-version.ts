@@ -3,8 +3,14 @@ import type { Logger } from '../log.js';
 import { keys, type RedisNames } from '../queue/redis.js';
 
 /**
- * The data version every cached answer is keyed by (src/cache/response-cache.ts), bumped after
- * each committed batch and each team association. A bump that cannot reach Redis is owed and is
+ * The data versions cached answers are keyed by (src/cache/response-cache.ts). Every change bumps
+ * the data version, which keys the answers about all targets. The answers about some teams'
+ * targets are keyed instead by the shared version and those teams' versions: a committed batch
+ * that changed only its targets' data (`bumpBatch`) bumps the versions of their teams, so a team's
+ * cached answers outlive batches on other teams' targets; any other change (`bump`: team
+ * associations, decisions, a batch that changed shared data) bumps the shared version.
+ *
+ * A bump that cannot reach Redis is owed (as a bump of all data) and is
  * made as soon as the connection is ready again: a Redis that kept its data through the outage
  * (persistence, a network cut) still holds the answers cached before the change, under the old
  * version, and would otherwise serve them as current.
@@ -20,6 +26,22 @@ const changeListeners = new Set<() => void>();
  */
 export function onDataChange(listener: () => void): void {
   changeListeners.add(listener);
+}
+
+const allDataKeys = (names: RedisNames) => [keys.dataVersion(names), keys.sharedVersion(names)];
+
+/** A change of all data made outside the service (imports, recomputes); rejects as Redis does. */
+export function bumpAllData(redis: Redis, names: RedisNames): Promise<void> {
+  return incrAll(redis, allDataKeys(names));
+}
+
+/** In one transaction: a lookup never sees some of a change's versions bumped and not the others. */
+async function incrAll(redis: Redis, versionKeys: string[]): Promise<void> {
+  const multi = redis.multi();
+  for (const key of versionKeys) multi.incr(key);
+  const results = await multi.exec();
+  const failed = results?.find(([err]) => err)?.[0];
+  if (!results || failed) throw failed ?? new Error('the version bump was discarded');
 }
 
 export class DataVersion {
@@ -41,14 +63,29 @@ export class DataVersion {
     return this.owedFrom !== Infinity;
   }
 
-  /** Never throws: a failure is logged and owed. */
-  async bump(why: string): Promise<void> {
+  /** All data changed. Never throws: a failure is logged and owed. */
+  bump(why: string): Promise<void> {
+    return this.bumpKeys(why, allDataKeys(this.names), true);
+  }
+
+  /**
+   * A batch committed that changed only its targets' findings and sources (not shared data) and
+   * whose targets are associated with `teams`. Never throws: a failure is logged and owed.
+   */
+  bumpBatch(why: string, teams: Iterable<string>): Promise<void> {
+    // What is owed is a bump of all data: only such a bump makes it good.
+    if (this.owed) return this.bump(why);
+    const teamKeys = [...new Set(teams)].map((t) => keys.teamVersion(this.names, t));
+    return this.bumpKeys(why, [keys.dataVersion(this.names), ...teamKeys], false);
+  }
+
+  private async bumpKeys(why: string, versionKeys: string[], all: boolean): Promise<void> {
     for (const listener of changeListeners) listener();
     const seq = this.started++;
     try {
-      await this.redis.incr(keys.dataVersion(this.names));
+      await incrAll(this.redis, versionKeys);
       // Only a bump that started after the failure covers the change that failed to bump.
-      if (seq >= this.owedFrom) {
+      if (all && seq >= this.owedFrom) {
         this.owedFrom = Infinity;
         this.log.info('data version bumped after Redis was unavailable; answers cached before are stale', { why });
       }

@@ -7,10 +7,12 @@ import { cacheRequests } from '../observability/metrics.js';
 
 /**
  * Read-through Redis cache of JSON responses (the metrics API's answers and the database API's
- * findings lists). An entry is keyed by the data version (src/cache/data-version.ts: bumped by
- * the ingest worker after every committed batch and by team re-association), the endpoint, the
- * scope and the normalised parameters, so a cached answer is never older than the data it was
- * computed from; answers that depend on the clock (exposures "now") also expire after a short TTL.
+ * findings lists). An entry is keyed by the data versions it depends on (src/cache/data-version.ts:
+ * the data version, or for an answer that reads only some teams' targets the shared version and
+ * those teams' versions), the endpoint, the scope and the normalised parameters, so a
+ * cached answer is never older than the data it was computed from, while a batch on one team's
+ * targets leaves other teams' answers cached; answers that depend on the clock (exposures "now")
+ * also expire after a short TTL.
  *
  * The version and the entry are read in one round trip (a Lua script). Any failure — Redis down,
  * not yet connected, slow — is a BYPASS: the answer is computed and nothing is cached.
@@ -35,14 +37,19 @@ export interface CacheSettings {
   variant?: string;
 }
 
-/** Returns [data version, cached body or null]; the entry key is ARGV[1] .. version .. ARGV[2]. */
+/**
+ * Returns [the versions of KEYS joined, cached body or null]; the entry key is ARGV[1] .. versions
+ * .. ARGV[2]. The versions and the entry are read at one instant.
+ */
 const LOOKUP = `
-local version = redis.call('GET', KEYS[1]) or '0'
+local versions = {}
+for i, key in ipairs(KEYS) do versions[i] = redis.call('GET', key) or '0' end
+local version = table.concat(versions, '.')
 return {version, redis.call('GET', ARGV[1] .. version .. ARGV[2])}
 `;
 
 interface LookupRedis {
-  responseCacheLookup(versionKey: string, before: string, after: string): Promise<[string, string | null]>;
+  responseCacheLookup(versionKeyCount: number, ...keysAndArgs: string[]): Promise<[string, string | null]>;
 }
 
 export interface CacheRequest {
@@ -53,6 +60,11 @@ export interface CacheRequest {
   /** Normalised parameters (see normalisedParams). */
   params: string;
   clockDependent: boolean;
+  /**
+   * The teams whose targets' data alone the answer reads (a team filter, the caller's teams), so
+   * only their versions and that of all data key it; undefined: it reads every target's data.
+   */
+  teams?: readonly string[] | undefined;
 }
 
 /**
@@ -81,7 +93,7 @@ export class ResponseCache {
     private readonly settings: CacheSettings,
     private readonly log: Logger,
   ) {
-    settings.redis.defineCommand('responseCacheLookup', { numberOfKeys: 1, lua: LOOKUP });
+    settings.redis.defineCommand('responseCacheLookup', { lua: LOOKUP });
     this.redis = settings.redis as Redis & LookupRedis;
     this.ttl = settings.ttlSeconds ?? 600;
     this.clockTtl = settings.clockTtlSeconds ?? 60;
@@ -126,6 +138,13 @@ export class ResponseCache {
     return [keys.cache(this.settings.names, `${this.namespace}:v`), `:${req.endpoint}:${digest}`];
   }
 
+  /** The versions an answer depends on (src/cache/data-version.ts), in a fixed order. */
+  private versionKeys(req: CacheRequest): string[] {
+    const { names } = this.settings;
+    if (req.teams === undefined) return [keys.dataVersion(names)];
+    return [keys.sharedVersion(names), ...[...new Set(req.teams)].sort().map((t) => keys.teamVersion(names, t))];
+  }
+
   private async lookup(req: CacheRequest): Promise<{ key: string; body: string | null } | undefined> {
     if (this.redis.status !== 'ready') return undefined;
     const [before, after] = this.keyParts(req);
@@ -134,7 +153,8 @@ export class ResponseCache {
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`cache lookup took longer than ${this.timeoutMs} ms`)), this.timeoutMs);
       });
-      const command = this.redis.responseCacheLookup(keys.dataVersion(this.settings.names), before, after);
+      const versionKeys = this.versionKeys(req);
+      const command = this.redis.responseCacheLookup(versionKeys.length, ...versionKeys, before, after);
       command.catch(() => undefined); // a late failure after the timeout is already handled
       const [version, body] = await Promise.race([command, timeout]);
       if (this.failing) {

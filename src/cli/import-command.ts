@@ -186,6 +186,7 @@ async function directImport(inputs: string[], options: DocumentOptions | undefin
     { TotalsRewriter },
     redisModule,
     { directBatchesInFlight, importDirect },
+    { bumpAllData },
   ] = await Promise.all([
     import('../log.js'),
     import('../storage/gateway.js'),
@@ -195,8 +196,9 @@ async function directImport(inputs: string[], options: DocumentOptions | undefin
     import('../ingest/totals.js'),
     import('../queue/redis.js'),
     import('./import.js'),
+    import('../cache/data-version.js'),
   ]);
-  const { defaultRedisNames, keys, requestConnection, whenReady } = redisModule;
+  const { defaultRedisNames, requestConnection, whenReady } = redisModule;
   const log = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
   const store = await openStore(cfg.store);
   await migrate(store, log);
@@ -243,7 +245,7 @@ async function directImport(inputs: string[], options: DocumentOptions | undefin
   // Answers cached before the import must not outlive it (src/cache/response-cache.ts).
   const bumped =
     redisUp &&
-    (await redis.incr(keys.dataVersion(defaultRedisNames)).then(
+    (await bumpAllData(redis, defaultRedisNames).then(
       () => true,
       () => false,
     ));

@@ -50,13 +50,13 @@ function summaryLine(summary: RecomputeSummary, seconds: number): string {
 }
 
 /** Bumps the response cache's data version after a change: answers cached before must not outlive it. */
-function dataVersionBumper(redis: Redis, redisUp: boolean, key: string) {
+function dataVersionBumper(redis: Redis, redisUp: boolean, bumpAll: (redis: Redis) => Promise<void>) {
   let stale = false;
   return {
     bump: async () => {
       const ok =
         redisUp &&
-        (await redis.incr(key).then(
+        (await bumpAll(redis).then(
           () => true,
           () => false,
         ));
@@ -68,16 +68,18 @@ function dataVersionBumper(redis: Redis, redisUp: boolean, key: string) {
 }
 
 async function recompute(cfg: Config, opts: { target?: string; json?: boolean }): Promise<void> {
-  const [{ createLogger }, { openStore }, { migrate }, { recomputeFindings, UnknownTarget }, locksModule, redisModule] = await Promise.all([
-    import('../log.js'),
-    import('../storage/gateway.js'),
-    import('../storage/migrate.js'),
-    import('../ingest/recompute.js'),
-    import('../locks/target-locks.js'),
-    import('../queue/redis.js'),
-  ]);
+  const [{ createLogger }, { openStore }, { migrate }, { recomputeFindings, UnknownTarget }, locksModule, redisModule, { bumpAllData }] =
+    await Promise.all([
+      import('../log.js'),
+      import('../storage/gateway.js'),
+      import('../storage/migrate.js'),
+      import('../ingest/recompute.js'),
+      import('../locks/target-locks.js'),
+      import('../queue/redis.js'),
+      import('../cache/data-version.js'),
+    ]);
   const { ProcessLocks, TargetLocks, LockTimeout } = locksModule;
-  const { defaultRedisNames, keys, requestConnection, whenReady } = redisModule;
+  const { defaultRedisNames, requestConnection, whenReady } = redisModule;
   const log = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
   const store = await openStore(cfg.store);
   const redis = requestConnection(cfg.redisUrl);
@@ -92,7 +94,7 @@ async function recompute(cfg: Config, opts: { target?: string; json?: boolean })
       return;
     }
     const locks = store.mode === 'embedded' ? new ProcessLocks() : new TargetLocks(redis, defaultRedisNames);
-    const version = dataVersionBumper(redis, redisUp, keys.dataVersion(defaultRedisNames));
+    const version = dataVersionBumper(redis, redisUp, (r) => bumpAllData(r, defaultRedisNames));
     const progress = progressShower();
     const started = performance.now();
     const show = (p: RecomputeSummary, force = false) => progress.show(progressLine(p, (performance.now() - started) / 1000), force);

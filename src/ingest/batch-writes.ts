@@ -32,6 +32,11 @@ export interface BatchCounts {
   statusChanges: number;
   targets: number;
   issues: number;
+  /**
+   * Issues stored before whose shown form (details, labels) the batch changed: what every team's
+   * answers can show (src/cache/batch-versions.ts). An issue first seen here is only in the batch's findings.
+   */
+  issuesChanged: number;
 }
 
 /** What a batch writes, derived in memory (src/ingest/batch.ts). */
@@ -79,7 +84,9 @@ async function writeIssues(store: Store, w: BatchWrites, counts: BatchCounts): P
   const rows = issueRows(best, stored);
   counts.issues = rows.length;
   await store.insert('issue_claims', rows);
-  await store.insert('issue_objects', issueObjectRows(best, stored, w.recovery));
+  const objects = issueObjectRows(best, stored, w.recovery);
+  counts.issuesChanged = objects.filter((o) => stored.has(o.id)).length;
+  await store.insert('issue_objects', objects);
 }
 
 /** In recovery, the events an earlier attempt wrote are skipped (and their latest ones completed). */

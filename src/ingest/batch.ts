@@ -189,7 +189,15 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
   const now = opts.now ?? nowSeconds();
   const recovery = opts.recovery ?? false;
   const { outcomes, fresh } = await dropDuplicates(store, reports);
-  const counts: BatchCounts = { reports: fresh.length, events: 0, findingVersions: 0, statusChanges: 0, targets: 0, issues: 0 };
+  const counts: BatchCounts = {
+    reports: fresh.length,
+    events: 0,
+    findingVersions: 0,
+    statusChanges: 0,
+    targets: 0,
+    issues: 0,
+    issuesChanged: 0,
+  };
   if (fresh.length === 0) return { outcomes, counts, statusChanged: [] };
 
   const targets = unique(fresh.map((r) => r.targetId));

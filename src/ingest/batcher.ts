@@ -44,6 +44,13 @@ export interface BatcherOptions {
   locks: Locks;
   batchSize: number;
   waitMs: number;
+  /**
+   * Commit pacing (INGEST_COMMIT_INTERVAL_MS): a batch starts at least this long after the one
+   * before started, unless a full batch is pending (a backed-up queue commits as fast as it can).
+   * Under a steady trickle the reports gather into one batch per interval, so the fixed cost of a
+   * batch and the cache invalidation of its commit are paid once per interval. 0: no pacing.
+   */
+  commitIntervalMs?: number;
   /** Batches in flight at once. */
   concurrency: number;
   maxEventAgeDays: number;
@@ -52,8 +59,8 @@ export interface BatcherOptions {
   totals: TotalsRewriter;
   /** A batch's writes pass it as one: a snapshot has all of them or none (src/backup). */
   gate?: CommitGate;
-  /** Called after each committed batch (the data version bump). */
-  onCommitted?: (result: BatchResult) => Promise<void>;
+  /** Called after each committed batch (the data versions' bump, src/cache/batch-versions.ts). */
+  onCommitted?: (result: BatchResult, batch: { recovery: boolean; reports: NormalizedReport[] }) => Promise<void>;
   /**
    * Called after each committed batch, before its jobs complete (so a crash before it ends, or its
    * failure, leaves them to a retry, in recovery mode): emits the batch's notifications
@@ -84,6 +91,7 @@ export class ReportBatcher {
   private timer: NodeJS.Timeout | undefined;
   private running = 0;
   private idle: (() => void)[] = [];
+  private lastStarted = -Infinity; // performance.now() of the last batch's start (pacing)
 
   constructor(private readonly opts: BatcherOptions) {}
 
@@ -117,7 +125,7 @@ export class ReportBatcher {
     return new Promise<JobOutcome>((resolve, reject) => {
       const recovery = job.attemptsStarted > 1 || (job.attemptsMade ?? 0) > 0;
       this.pending.push({ jobId: job.id, enqueuedAt: job.enqueuedAt, report: prepared.report, recovery, resolve, reject });
-      this.schedule(this.pending.length >= this.opts.batchSize ? 0 : this.opts.waitMs);
+      this.schedule(this.paceDelay(this.opts.waitMs));
     });
   }
 
@@ -126,6 +134,13 @@ export class ReportBatcher {
     if (this.pending.length === 0 && this.running === 0) return Promise.resolve();
     this.schedule(0);
     return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  /** Until a batch starts: 0 when a full batch or a drain waits; else `gatherMs` at least, and the commit interval's rest. */
+  private paceDelay(gatherMs: number): number {
+    if (this.pending.length >= this.opts.batchSize || this.idle.length > 0) return 0;
+    const interval = this.opts.commitIntervalMs ?? 0;
+    return Math.max(gatherMs, Math.ceil(this.lastStarted + interval - performance.now()));
   }
 
   private schedule(delayMs: number): void {
@@ -144,6 +159,7 @@ export class ReportBatcher {
       // and a partial batch still goes as soon as the store is free.
       if (this.running > 0 && this.pending.length < this.opts.batchSize) break;
       this.running += 1;
+      this.lastStarted = performance.now();
       const batch = this.pending.splice(0, this.opts.batchSize);
       // flush handles its own failures; should it still throw, the slot is freed all the same.
       void this.flush(batch)
@@ -151,7 +167,7 @@ export class ReportBatcher {
         .then((progressed) => {
           this.running -= 1;
           // Reports left pending only because other batches held their targets are retried later.
-          if (this.pending.length > 0) this.schedule(progressed ? 0 : LOCK_RETRY_MS);
+          if (this.pending.length > 0) this.schedule(progressed ? this.paceDelay(0) : LOCK_RETRY_MS);
           else if (this.running === 0) for (const done of this.idle.splice(0)) done();
         });
     }
@@ -228,6 +244,7 @@ export class ReportBatcher {
   private async apply(entries: Entry[], recovery: boolean): Promise<void> {
     const { store, log } = this.opts;
     const started = performance.now();
+    const engineBefore = store.engineMs();
     const fault = this.opts.faults && this.opts.faults.times > 0 ? this.opts.faults : undefined;
     if (fault) fault.times -= 1;
     const poison = this.opts.faults?.poison;
@@ -253,19 +270,22 @@ export class ReportBatcher {
       duplicates,
       ...result.counts,
       ms: Math.round(performance.now() - started),
+      // What the batch's statements held the engine (the rest of `ms`: derivation, other lanes' turns).
+      engineMs: Math.round(store.engineMs() - engineBefore),
     });
     // The lists' totals first: answers cached after the data version bump must see them. Only
     // a status change moves them (a severity change moves a finding within its status). A retry
     // may find its findings written by a failed attempt whose changes were never summed: one in
     // a process that died (a failure in this one rewrites them in applyIsolating).
     if (result.counts.statusChanges > 0 || recovery) await this.opts.totals.request();
-    await this.opts.onCommitted?.(result).catch((err) => log.warn('post-commit hook failed', { err }));
+    const reports = entries.map((e) => e.report);
+    await this.opts.onCommitted?.(result, { recovery, reports }).catch((err) => log.warn('post-commit hook failed', { err }));
     try {
       if (this.opts.faults?.unqueued) {
         this.opts.faults.unqueued -= 1;
         throw new Error('injected failure: the notifications queue refused the batch');
       }
-      await this.opts.notify?.(result, { recovery, reports: entries.map((e) => e.report) });
+      await this.opts.notify?.(result, { recovery, reports });
     } catch (err) {
       // Stored, but its events are not queued: the jobs fail as transient, and their retry, in
       // recovery mode, finds the reports stored and describes their findings' current state again

@@ -112,9 +112,16 @@ export interface MetricRouteDeps {
 export function metricRoutes(deps: MetricRouteDeps): Router {
   const router = new Router();
 
-  const answer = async (ctx: Context, metric: Metric, scope: string, filters: StatFilters) => {
+  // `teams`: the teams whose targets alone the answer reads (undefined: all targets).
+  const answer = async (ctx: Context, metric: Metric, scope: string, filters: StatFilters, teams: readonly string[] | undefined) => {
     const compute = async () => ({ [metric.key]: await metric.compute(deps.store, filters, deps.now(), deps.slaPolicy) });
-    const request = { endpoint: metric.name, scope, params: normalisedParams(filters), clockDependent: metric.clockDependent(filters) };
+    const request = {
+      endpoint: metric.name,
+      scope,
+      params: normalisedParams(filters),
+      clockDependent: metric.clockDependent(filters),
+      teams,
+    };
     await answerCached(ctx, deps.cache, request, compute);
   };
 
@@ -126,7 +133,7 @@ export function metricRoutes(deps: MetricRouteDeps): Router {
       if (!isUuid(team)) throw metricsErrors.malformedId();
       authorizeTeam(callerOf(ctx), team);
       const filters = { ...parse(ctx.query), team };
-      await answer(ctx, metric, `team:${team}`, filters);
+      await answer(ctx, metric, `team:${team}`, filters, [team]);
     });
 
     router.get(`/${metric.path}`, deps.authenticate, async (ctx) => {
@@ -134,7 +141,7 @@ export function metricRoutes(deps: MetricRouteDeps): Router {
       authorizeGlobal(callerOf(ctx), teams);
       const filters = parse(ctx.query, teams);
       if (teams) filters.teams = teams;
-      await answer(ctx, metric, teams ? `teams:${teams.join(',')}` : 'global', filters);
+      await answer(ctx, metric, teams ? `teams:${teams.join(',')}` : 'global', filters, teams);
     });
   }
 

@@ -19,8 +19,16 @@ export const keys = {
   targetLock: (n: RedisNames, targetId: string) => `${n.keyPrefix}:lock:target:${targetId}`,
   /** Held while a decision on the finding is made or revoked (SPEC §12.3). */
   findingLock: (n: RedisNames, findingId: string) => `${n.keyPrefix}:lock:finding:${findingId}`,
-  /** Bumped by the worker after every committed batch; cached answers are keyed by it. */
+  /** Bumped by every change of the data (every committed batch too); cached answers about all targets are keyed by it. */
   dataVersion: (n: RedisNames) => `${n.keyPrefix}:data-version`,
+  /**
+   * Bumped by every change but a batch's precise bump (src/cache/data-version.ts): team
+   * associations, decisions, imports, recomputes, a batch that changed shared data. Answers about
+   * some teams' targets are keyed by it and by those teams' versions.
+   */
+  sharedVersion: (n: RedisNames) => `${n.keyPrefix}:data-version:shared`,
+  /** Bumped by a batch that touched one of the team's targets. */
+  teamVersion: (n: RedisNames, team: string) => `${n.keyPrefix}:data-version:team:${team}`,
   cache: (n: RedisNames, key: string) => `${n.keyPrefix}:cache:${key}`,
 };
 

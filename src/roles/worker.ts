@@ -1,5 +1,6 @@
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { bumpAfterBatch } from '../cache/batch-versions.js';
 import { ReportBatcher } from '../ingest/batcher.js';
 import { startIngestWorkers } from '../ingest/worker.js';
 import { startNotifications, type Notifications } from '../notifications/worker.js';
@@ -20,12 +21,13 @@ function startIngest(
     locks: s.locks,
     batchSize: config.ingest.batchSize,
     waitMs: config.ingest.batchWaitMs,
+    commitIntervalMs: config.ingest.commitIntervalMs,
     concurrency: config.ingest.concurrency,
     maxEventAgeDays: config.ingest.maxEventAgeDays,
     log: log.child({ component: 'ingest' }),
     totals: s.totals,
     gate: s.gate,
-    onCommitted: () => s.dataVersion.bump('batch committed'),
+    onCommitted: (result, batch) => bumpAfterBatch({ store: s.store.prioritized(), dataVersion: s.dataVersion, log }, result, batch),
     ...(notify ? { notify } : {}),
     ...(s.opts.faults ? { faults: s.opts.faults } : {}),
   });
@@ -42,6 +44,7 @@ function startIngest(
   log.info('ingest worker started', {
     queues: workers.map((w) => w.name),
     batchSize: config.ingest.batchSize,
+    commitIntervalMs: config.ingest.commitIntervalMs,
     concurrency: config.ingest.concurrency,
     jobLockMs: config.jobs.lockMs,
     maxStalls: config.jobs.maxStalls,

@@ -61,6 +61,12 @@ export interface Store {
   ping(): Promise<boolean>;
   close(): Promise<void>;
   /**
+   * Milliseconds the engine has spent on this view's statements in this process (the prioritized
+   * view's: the worker's): read before and after a batch, what the batch cost the engine. Server
+   * mode: the statements' round trips.
+   */
+  engineMs(): number;
+  /**
    * The same store whose statements go before the ordinary ones waiting for the embedded engine
    * (the ingest worker's: API load must not starve ingestion); the store itself in server mode.
    */
@@ -157,6 +163,7 @@ function wrap(client: ClickHouseClient, mode: Store['mode'], database: string, q
           );
         }),
       changes: () => changes,
+      engineMs: () => runner.engineMs(urgent),
       ping: async () => {
         if (closed) return false;
         try {

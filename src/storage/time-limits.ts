@@ -36,14 +36,24 @@ export interface Limits {
 export type Exec = <R>(call: (limits: Limits) => Promise<R>) => Promise<R>;
 
 /**
+ * Of the turns taken while both lanes wait, the prioritized lane has at most this many in a row
+ * before an ordinary statement gets one: API statements (milliseconds each) interleave with a
+ * batch's statements instead of waiting behind the whole batch, and the batch still has two
+ * thirds of the engine while API load keeps statements queued.
+ */
+export const URGENT_TURNS_IN_A_ROW = 2;
+
+/**
  * The embedded engine's statements, one after the other (see above), in two lanes: a statement of
  * the ingest worker (a `prioritized()` store) goes before the ordinary ones waiting, so that API
- * load, which can keep several statements queued at any moment, never starves ingestion; between
- * two statements of a batch (its work in JavaScript) the queued API statements have the engine.
+ * load, which can keep several statements queued at any moment, never starves ingestion; but not
+ * more than URGENT_TURNS_IN_A_ROW times in a row while ordinary ones wait, so a batch's statements
+ * cannot hold them back for the whole batch either.
  */
 class Turns {
   #busy = false;
   readonly #lanes: [(() => void)[], (() => void)[]] = [[], []];
+  #urgentInARow = 0;
 
   /**
    * Starts `start` when the engine is free and no statement of a higher lane waits, unless `signal`
@@ -78,7 +88,10 @@ class Turns {
   }
 
   #next(): void {
-    const run = this.#lanes[0].shift() ?? this.#lanes[1].shift();
+    const [urgent, ordinary] = this.#lanes;
+    const ordinaryTurn = urgent.length === 0 || (ordinary.length > 0 && this.#urgentInARow >= URGENT_TURNS_IN_A_ROW);
+    this.#urgentInARow = ordinaryTurn ? 0 : this.#urgentInARow + 1;
+    const run = ordinaryTurn ? ordinary.shift() : urgent.shift();
     this.#busy = run !== undefined;
     run?.();
   }
@@ -98,11 +111,21 @@ export function timeLimits(mode: 'embedded' | 'server', storeMs: number | undefi
   const turns = mode === 'embedded' ? new Turns() : undefined;
   // Whether a statement carried a limit yet: from then on the embedded session holds one.
   let sent = storeMs !== undefined;
-  return async <T>(ms: number | undefined, work: (exec: Exec) => Promise<T>, urgent = false): Promise<T> => {
+  /** Milliseconds the engine spent on each lane's statements (prioritized, ordinary): what a batch costs it. */
+  const engineMs: [number, number] = [0, 0];
+  const timed = <R>(urgent: boolean, call: () => Promise<R>): Promise<R> => {
+    const started = performance.now();
+    return call().finally(() => {
+      engineMs[urgent ? 0 : 1] += performance.now() - started;
+    });
+  };
+  const run = async <T>(ms: number | undefined, work: (exec: Exec) => Promise<T>, urgent = false): Promise<T> => {
     const budget = ms ?? storeMs ?? 0;
     if (budget === 0) {
       const limits: Limits = sent ? { clickhouse_settings: { max_execution_time: 0 } } : {};
-      return work((call) => (turns ? turns.take(undefined, () => call(limits), urgent) : call(limits)));
+      return work((call) =>
+        turns ? turns.take(undefined, () => timed(urgent, () => call(limits)), urgent) : timed(urgent, () => call(limits)),
+      );
     }
     sent = true;
     const deadline = performance.now() + budget;
@@ -112,7 +135,9 @@ export function timeLimits(mode: 'embedded' | 'server', storeMs: number | undefi
       const left = Math.ceil(deadline - performance.now());
       if (left <= 0) return Promise.reject(new QueryTimeout(budget));
       const settings = { max_execution_time: left / 1000 };
-      return call(turns ? { clickhouse_settings: settings } : { clickhouse_settings: settings, abort_signal: controller.signal });
+      return timed(urgent, () =>
+        call(turns ? { clickhouse_settings: settings } : { clickhouse_settings: settings, abort_signal: controller.signal }),
+      );
     };
     try {
       return await work((call) => (turns ? turns.take(controller.signal, () => start(call), urgent) : start(call)));
@@ -124,4 +149,5 @@ export function timeLimits(mode: 'embedded' | 'server', storeMs: number | undefi
       clearTimeout(timer);
     }
   };
+  return Object.assign(run, { engineMs: (urgent: boolean) => engineMs[urgent ? 0 : 1] });
 }

@@ -46,6 +46,8 @@ export async function startTestService(
     HOST: '127.0.0.1',
     REDIS_URL,
     INGEST_BATCH_WAIT_MS: '5',
+    // Tests send reports one after another: no pacing unless a test asks for it (test/ingest-pacing.test.ts).
+    INGEST_COMMIT_INTERVAL_MS: '0',
     ADMIN_PORT: '0',
     LOG_LEVEL: 'silent',
     // The webhook tests' receivers listen on loopback, which SPEC §9.1 refuses by default.
