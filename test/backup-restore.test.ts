@@ -173,7 +173,7 @@ describe('a snapshot taken while reports stream in', () => {
     expect(lines.some((l) => l.progress?.phase === 'verify')).toBe(true);
     expect(readManifest(dir())).toEqual(manifest);
     expect(manifest.bytes).toBeGreaterThan(0);
-    expect(manifest.schema_version).toBe(17);
+    expect(manifest.schema_version).toBe(18);
     expect(manifest.sources).toBeGreaterThan(catalog.length);
     expect(manifest.sources).toBeLessThan(storedAfter);
   });
@@ -232,7 +232,8 @@ describe('a snapshot of an older schema', () => {
     stores.push(old, target);
     await migrate(old);
     await ingest(old);
-    // Back to version 15: the columns of 0017 and the tables of 0016 gone.
+    // Back to version 15: the view of 0018, the columns of 0017 and the tables of 0016 gone.
+    await old.command('DROP VIEW decision_revocations');
     for (const t of ['findings', 'team_findings']) {
       await old.command(`ALTER TABLE ${t} DROP COLUMN fix_seconds`);
       await old.command(`ALTER TABLE ${t} DROP COLUMN latest_at`);
@@ -245,9 +246,9 @@ describe('a snapshot of an older schema', () => {
     const manifest = await takeSnapshot({ store: old, gate: new CommitGate(), log: silentLogger }, dir);
     expect(manifest.schema_version).toBe(15);
     const { migrations } = await restoreSnapshot(target, dir, silentLogger);
-    expect(migrations).toEqual([16, 17]);
+    expect(migrations).toEqual([16, 17, 18]);
     // The source store, migrated forward in place, is what the restored one must equal.
-    expect(await migrate(old)).toEqual([16, 17]);
+    expect(await migrate(old)).toEqual([16, 17, 18]);
     const current = old;
     const derived = (s: Store) =>
       s.query(

@@ -15,10 +15,12 @@ import {
   type FuzzContext,
   type SizeStats,
 } from './support/fuzz-requests.js';
+import { decisionProblems, startHookReceiver } from './support/fuzz-bodies.js';
 import { startTestService } from './support/service.js';
 
 /**
- * Issue 21: fuzz campaigns over every route of both APIs (test/support/fuzz-requests.ts). Hostile
+ * Issue 21: fuzz campaigns over every route of both APIs (test/support/fuzz-requests.ts; the
+ * decision, webhook and import bodies of issue 31 in test/support/fuzz-bodies.ts). Hostile
  * requests — wrong types, lone surrogates, SQL and ClickHouse parameter syntax, repeated keys, deep
  * nesting, odd numbers and dates, ids that are and are not UUIDs, percent-encoding oddities,
  * hundreds of parameters, thousands of slashes, wrong methods and media types — never get a 5xx,
@@ -56,7 +58,9 @@ async function fuzzTarget(env: Record<string, string>) {
   await Promise.all(svc.workers.map((w) => w.close()));
   const before = await sizeOf(db);
   const client = fuzzClient({ db: svc.dbApiUrl!, metrics: svc.metricsApiUrl! }, { sockets: BATCH, timeoutMs: 60_000 });
-  return { svc, ctx, db, before, client };
+  const hooks = await startHookReceiver();
+  ctx.hookBase = hooks.url;
+  return { svc, ctx, db, before, client, hooks };
 }
 
 describe('the fuzz campaign of both APIs', () => {
@@ -71,6 +75,7 @@ describe('the fuzz campaign of both APIs', () => {
     t?.client.close();
     await stopWorkers?.();
     await t?.svc.close();
+    await t?.hooks.close();
   });
 
   it(`answers ${REQUESTS} generated requests without a 5xx, with the SPEC's error bodies and JSON (seed ${SEED})`, async () => {
@@ -86,6 +91,10 @@ describe('the fuzz campaign of both APIs', () => {
 
   it('leaves /stats/size as before but for the targets POST /targets answered 201 for', async () => {
     expect(await sizeProblem(t.db, ledger, t.before)).toBeUndefined();
+  });
+
+  it('leaves the decisions its concurrent writes made on each finding one after another: at most one unrevoked, the newest', async () => {
+    expect(await decisionProblems(t.svc.metricsApiUrl!, t.ctx.tokens.admin, t.ctx.ids.finding)).toEqual([]);
   });
 
   it('queues one job per accepted report, each the validated report (the fields of SPEC §3.2 only, any text well formed)', async () => {
@@ -130,6 +139,7 @@ describe('the fuzz campaign of a database API with DB_API_AUTH=jwt', () => {
   afterAll(async () => {
     t?.client.close();
     await t?.svc.close();
+    await t?.hooks.close();
   });
 
   it(`answers ${AUTH_REQUESTS} generated requests with and without tokens: 401 without, 403 for writes without the right, never a 5xx (seed ${SEED + 2})`, async () => {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,6 +8,7 @@ import { rewriteTotals } from '../src/ingest/totals.js';
 import { ProcessLocks } from '../src/locks/target-locks.js';
 import { prepareReport } from '../src/ingest/prepare.js';
 import { openStore, type Store } from '../src/storage/gateway.js';
+import { decisionTrail } from '../src/decisions/store.js';
 import { migrate, MigrationError, SQL_DIR } from '../src/storage/migrate.js';
 import { copyAllToTeams } from '../src/teams/team-copies.js';
 import { targetId } from '../src/domain/ids.js';
@@ -70,6 +72,7 @@ const CREATED: Record<number, string[]> = {
     'ALTER TABLE finding_events DROP COLUMN became_latest',
   ],
   17: ['findings', 'team_findings'].flatMap((t) => [`ALTER TABLE ${t} DROP COLUMN fix_seconds`, `ALTER TABLE ${t} DROP COLUMN latest_at`]),
+  18: ['DROP VIEW decision_revocations', 'ALTER TABLE finding_decisions DROP COLUMN replaces'],
 };
 
 async function unapply(store: Store, version: number): Promise<void> {
@@ -194,6 +197,37 @@ describe('migrations on a store that holds data', () => {
 
     await store.command('DELETE FROM schema_migrations WHERE version = 17');
     expect(await migrate(store)).toEqual([17]);
+  });
+
+  it('0018 keeps the revocations stored before it and adds those a replacing decision carries in its row', async () => {
+    const store = await openEmpty();
+    await migrate(store);
+    await unapply(store, 18);
+    const finding = randomUUID();
+    const decision = (id: string, at: string) => ({
+      id,
+      finding_id: finding,
+      target_id: randomUUID(),
+      decision: 'false_positive',
+      reason: 'r',
+      by: 'alice',
+      created_at: at,
+      expires_at: null,
+      fingerprint: '',
+    });
+    const [first, second, third] = [randomUUID(), randomUUID(), randomUUID()];
+    await store.insert('finding_decisions', [decision(first, '2024-01-01 00:00:00.000'), decision(second, '2024-01-02 00:00:00.000')]);
+    await store.insert('finding_decision_revocations', [
+      { decision_id: first, finding_id: finding, revoked_at: '2024-01-01 12:00:00.000', revoked_by: 'bob' },
+    ]);
+    expect(await migrate(store)).toEqual([18]);
+    await store.insert('finding_decisions', [{ ...decision(third, '2024-01-03 00:00:00.000'), by: 'carol', replaces: [second] }]);
+    const trail = await decisionTrail(store, finding);
+    expect(trail.map((d) => [d.id, d.revoked_at, d.revoked_by])).toEqual([
+      [third, null, null],
+      [second, '2024-01-03T00:00:00Z', 'carol'],
+      [first, '2024-01-01T12:00:00Z', 'bob'],
+    ]);
   });
 
   it('refuses to start when a landed migration changed', async () => {

@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import koaJwt from 'koa-jwt';
 import { z } from 'zod';
+import { safeText } from '../domain/text.js';
 import type { ApiError } from '../errors.js';
 import { acceptedAlgorithms, type ClaimNames, DEFAULT_CLAIMS, type TokenKeys } from '../metrics/keys.js';
 
@@ -23,10 +24,11 @@ export interface Caller {
   scopes: string[];
 }
 
-const subject = z.string().min(1);
-const stringList = z.array(z.string()).optional();
+// Recorded with decisions (`by`) and compared with team ids: any text, made well formed (SPEC §5.6).
+const subject = safeText().min(1);
+const stringList = z.array(safeText()).optional();
 // A provider's list claim (`roles`, `groups`) holds the admin value; vulndb's own `admin` is a boolean.
-const adminClaim = z.union([z.boolean(), z.array(z.string())]).optional();
+const adminClaim = z.union([z.boolean(), z.array(safeText())]).optional();
 
 /** The caller a verified token names, or undefined when a claim it relies on has the wrong type. */
 export function callerFromClaims(payload: Record<string, unknown>, names: ClaimNames = DEFAULT_CLAIMS): Caller | undefined {

@@ -46,7 +46,7 @@ export function activeDecisionsAt(name: string, where = '1', boundLapses = false
     WHERE ${where}
       AND created_at < ${end}
       AND (expires_at IS NULL OR ${t} < expires_at)
-      AND id NOT IN (SELECT decision_id FROM finding_decision_revocations WHERE revoked_at < ${end})
+      AND id NOT IN (SELECT decision_id FROM decision_revocations WHERE revoked_at < ${end})
       AND (decision = 'accepted_risk' OR id NOT IN ${boundLapses ? `{${name}Lapsed:Array(UUID)}` : `(${lapsed})`})`;
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { safeText } from '../domain/text.js';
 import { parseTimestamp } from '../domain/time.js';
 import type { DecisionInput } from './store.js';
 
@@ -13,14 +14,13 @@ export const MAX_ACCEPTED_RISK_DAYS = 365;
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
-const instant = z
-  .string()
+const instant = safeText()
   .refine((v) => RFC3339.test(v) && parseTimestamp(v) !== undefined, { error: 'expires_at must be an RFC 3339 instant' })
   .transform((v) => parseTimestamp(v)!);
 
 export const decisionBody = z.object({
   decision: z.enum(['false_positive', 'accepted_risk'], { error: 'decision must be false_positive or accepted_risk' }),
-  reason: z.string({ error: 'reason is required' }).refine((v) => {
+  reason: safeText({ error: 'reason is required' }).refine((v) => {
     const characters = [...v].length;
     return characters >= 1 && characters <= MAX_REASON_CHARACTERS;
   }, `reason must have 1 to ${MAX_REASON_CHARACTERS} characters`),

@@ -9,7 +9,9 @@ import { decisionsMayExist, markDecisionsExist } from './presence.js';
 
 /**
  * The statements of triage decisions (SPEC §12.3). Both tables are append-only (sql/0016): making
- * a decision inserts it, revoking one inserts a revocation; nothing is updated or deleted.
+ * a decision inserts it, carrying the ids of the decisions it replaces (sql/0018), revoking one
+ * inserts a revocation; nothing is updated or deleted. Writes on one finding run under its lock
+ * (src/decisions/routes.ts), so what they read of the finding's decisions is still true when they insert.
  */
 
 export type DecisionKind = 'false_positive' | 'accepted_risk';
@@ -41,19 +43,21 @@ export interface FindingOwner {
   teams: string[];
 }
 
+/**
+ * The finding's target and its teams, or undefined for an unknown id: one statement either way, so
+ * an unknown id and a finding outside the caller's teams cost the same (SPEC §12.3).
+ */
 export async function findingOwner(store: Store, findingId: string): Promise<FindingOwner | undefined> {
   // A finding's target never changes (its id is derived from it): any version tells it.
-  const [row] = await store.query<{ target: string }>(
-    'SELECT toString(target_id) AS target FROM findings WHERE id = {finding:UUID} LIMIT 1',
-    {
-      finding: findingId,
-    },
+  const [row] = await store.query<{ found: number; target: string; teams: string[] }>(
+    `WITH (SELECT groupArray(target_id) FROM (SELECT target_id FROM findings WHERE id = {finding:UUID} LIMIT 1)) AS owner
+     SELECT notEmpty(owner) AS found, toString(owner[1]) AS target,
+            arraySort(groupUniqArray(team)) AS teams
+     FROM target_teams WHERE target_id IN owner`,
+    { finding: findingId },
   );
-  if (!row) return undefined;
-  const teams = await store.query<{ team: string }>('SELECT DISTINCT team FROM target_teams WHERE target_id = {target:UUID}', {
-    target: row.target,
-  });
-  return { targetId: row.target, teams: teams.map((t) => t.team) };
+  if (!row || !Number(row.found)) return undefined;
+  return { targetId: row.target, teams: row.teams };
 }
 
 /**
@@ -89,9 +93,24 @@ export async function revokeDecisions(store: Store, findingId: string, ids: stri
 }
 
 /**
+ * When a write on the finding takes effect: now, or just after the latest instant of its trail when
+ * that is not before now (another process's clock may run behind). Writes serialized by the
+ * finding's lock thus stay ordered in the trail as they were made, and each sees the one before active.
+ */
+export async function writeInstant(store: Store, findingId: string, nowMs: number): Promise<number> {
+  const [row] = await store.query<{ latest: string }>(
+    `SELECT toString(toUnixTimestamp64Milli(greatest(
+        (SELECT max(created_at) FROM finding_decisions WHERE finding_id = {finding:UUID}),
+        (SELECT max(revoked_at) FROM finding_decision_revocations WHERE finding_id = {finding:UUID})))) AS latest`,
+    { finding: findingId },
+  );
+  return Math.max(Math.floor(nowMs), Number(row?.latest ?? 0) + 1);
+}
+
+/**
  * Makes a decision on a finding at `atMs`, revoking the active one(s) at the same instant by the
- * same caller (SPEC §12.3: a replacement). The revocation is written first: if the decision's
- * insert then fails, the finding is left undecided rather than with two active decisions.
+ * same caller (SPEC §12.3: a replacement). The revocations are columns of the decision's row: one
+ * insert stores both or neither, so a failed PUT leaves the active decision as it was.
  */
 export async function makeDecision(
   store: Store,
@@ -101,7 +120,6 @@ export async function makeDecision(
   atMs: number,
 ): Promise<{ decision: Decision; replaced: string[] }> {
   const [replaced, fingerprint] = await Promise.all([activeDecisionIds(store, finding.id, atMs), fingerprintAt(store, finding.id, atMs)]);
-  await revokeDecisions(store, finding.id, replaced, by, atMs);
   const row = {
     id: randomUUID(),
     finding_id: finding.id,
@@ -112,6 +130,7 @@ export async function makeDecision(
     created_at: sqlMillis(atMs),
     expires_at: input.expiresAt,
     fingerprint,
+    replaces: replaced,
   };
   await store.insert('finding_decisions', [row]);
   markDecisionsExist(store);
@@ -159,7 +178,7 @@ function withRevocations(decisions: string, findings: string): string {
            if(r.decision_id = d.id, r.first_by, NULL) AS revoked_by_sub, d.fingerprint AS fingerprint
     FROM (${decisions}) AS d
     LEFT JOIN (SELECT decision_id, min(revoked_at) AS first_revoked, argMin(revoked_by, revoked_at) AS first_by
-               FROM finding_decision_revocations WHERE ${findings} GROUP BY decision_id) AS r
+               FROM decision_revocations WHERE ${findings} GROUP BY decision_id) AS r
       ON r.decision_id = d.id
     ORDER BY d.created_at, d.id`;
 }

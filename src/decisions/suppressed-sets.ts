@@ -97,7 +97,7 @@ async function readIntervals(store: Store): Promise<Interval[]> {
     ),
     store.query<{ id: string; at: number }>(
       `SELECT toString(decision_id) AS id, toUInt32(toStartOfSecond(min(revoked_at))) AS at
-       FROM finding_decision_revocations GROUP BY decision_id`,
+       FROM decision_revocations GROUP BY decision_id`,
     ),
     lapsedSince(store),
   ]);

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * SPEC §3.3 item 6: strings may hold any text, and an unpaired UTF-16 surrogate (JSON "\ud800")
  * is stored and shown as U+FFFD. The store's JSON reader refuses such escapes, so every string
@@ -28,3 +30,11 @@ function repair(value: unknown): unknown {
   for (const [k, v] of Object.entries(value)) out[wellFormed(k)] = repair(v);
   return out;
 }
+
+/**
+ * The string schema of every write surface (SPEC §5.6): any text is accepted and its unpaired
+ * surrogates become U+FFFD before any later check, the store or a queue sees it. An overwrite keeps
+ * it a string schema, so limits chain after it (`safeText().max(n)`) and the OpenAPI document shows
+ * a plain string.
+ */
+export const safeText = (params?: Parameters<typeof z.string>[0]) => z.string(params).overwrite(wellFormed);

@@ -54,18 +54,20 @@ export class TargetLocks implements Locks {
     private readonly redis: Redis,
     private readonly names: RedisNames,
     private readonly ttlMs = 30_000,
+    /** The key of an id's lock: targets' by default; findingLocks() locks findings. */
+    private readonly keyOf: (names: RedisNames, id: string) => string = keys.targetLock,
   ) {}
 
   /** Takes the free locks among `targetIds`; targets held elsewhere are left out of `acquired`. */
   async acquire(targetIds: string[]): Promise<HeldLocks> {
     const token = randomUUID();
     const pipeline = this.redis.pipeline();
-    for (const id of targetIds) pipeline.set(keys.targetLock(this.names, id), token, 'PX', this.ttlMs, 'NX');
+    for (const id of targetIds) pipeline.set(this.keyOf(this.names, id), token, 'PX', this.ttlMs, 'NX');
     const acquired = new Set<string>();
     // Should a SET fail, the ones that succeeded (all of them, if the answers were lost) are
     // released at once rather than left locked until the TTL.
     const releaseAfter = async (err: unknown, ids: string[]): Promise<never> => {
-      const taken = ids.map((id) => keys.targetLock(this.names, id));
+      const taken = ids.map((id) => this.keyOf(this.names, id));
       if (taken.length > 0) await this.redis.eval(RELEASE, taken.length, ...taken, token).catch(() => {});
       throw err;
     };
@@ -78,7 +80,7 @@ export class TargetLocks implements Locks {
     const failure = results.find(([err]) => err)?.[0];
     for (const [i, [, reply]] of results.entries()) if (reply === 'OK') acquired.add(targetIds[i]!);
     if (failure) return releaseAfter(failure, [...acquired]);
-    const lockKeys = [...acquired].map((id) => keys.targetLock(this.names, id));
+    const lockKeys = [...acquired].map((id) => this.keyOf(this.names, id));
     const keepAlive = setInterval(() => {
       if (lockKeys.length > 0) void this.redis.eval(EXTEND, lockKeys.length, ...lockKeys, token, this.ttlMs).catch(() => {});
     }, this.ttlMs / 3);
@@ -92,6 +94,14 @@ export class TargetLocks implements Locks {
     };
   }
 }
+
+/**
+ * Per-finding locks in Redis: decisions on one finding are made and revoked one after another,
+ * whichever API process receives them (SPEC §12.3). Apart from the target locks, so a decision
+ * never waits for an ingest batch of its target.
+ */
+export const findingLocks = (redis: Redis, names: RedisNames, ttlMs?: number): Locks =>
+  new TargetLocks(redis, names, ttlMs, keys.findingLock);
 
 export class LockTimeout extends Error {
   constructor(targetIds: string[]) {

@@ -5,6 +5,7 @@ import { ApiError, type ErrorRenderer } from '../errors.js';
 import { errorMiddleware } from '../http/error-middleware.js';
 import { ignoreTrailingSlash, mountRoutes } from '../http/middleware.js';
 import { useLinearQuery } from '../http/query.js';
+import type { Locks } from '../locks/target-locks.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
 import { authenticate } from './auth.js';
@@ -56,6 +57,8 @@ export interface MetricsApiDeps {
   now?: () => number;
   /** After a triage decision is made or revoked (SPEC §12.3): refresh cached answers, notify. */
   onDecision?: DecisionRouteDeps['onChange'];
+  /** Per-finding locks of decision writes, shared by every API process (SPEC §12.3); none: this process's own. */
+  decisionLocks?: Locks | undefined;
   /** Remediation deadlines (SPEC §12.1, SLA_DAYS) of /stats/sla; none: the default policy. */
   slaPolicy?: SlaPolicy | undefined;
   /** WEBHOOK_ALLOW_PRIVATE and MAX_WEBHOOKS (SPEC §9.1); none: public addresses only, 100. */
@@ -97,6 +100,7 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
     nowMs: deps.now ? () => deps.now!() * 1000 : Date.now,
     authenticate: verified,
     onChange: deps.onDecision,
+    locks: deps.decisionLocks,
   });
   if (deps.ui) app.use(uiRoutes(deps.ui).routes());
   mountRoutes(app, [health, metrics, webhooks, decisions, meRoutes(verified)], metricsErrors, METRICS_PREFIX);

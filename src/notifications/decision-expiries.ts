@@ -23,7 +23,7 @@ export async function decisionExpiries(
      ) AS d
      LEFT JOIN
      (
-         SELECT decision_id, min(revoked_at) AS first_revoked FROM finding_decision_revocations GROUP BY decision_id
+         SELECT decision_id, min(revoked_at) AS first_revoked FROM decision_revocations GROUP BY decision_id
      ) AS r ON r.decision_id = d.id
      WHERE r.decision_id != d.id OR r.first_revoked > d.expires_at`,
     { from: window.from, to: window.to },

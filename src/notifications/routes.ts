@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { callerOf } from '../auth/tokens.js';
+import { safeText } from '../domain/text.js';
 import { isUuid } from '../domain/uuid.js';
 import { ApiError } from '../errors.js';
 import { readJsonBody } from '../http/body.js';
@@ -18,8 +19,7 @@ import { destinationProblem, type DestinationPolicy } from './url-policy.js';
 
 const MAX_BODY_BYTES = 64 * 1024;
 
-const httpUrl = z
-  .string({ error: 'url: must be a string' })
+const httpUrl = safeText({ error: 'url: must be a string' })
   .max(2048, { error: 'url: at most 2048 characters' })
   .refine(
     (text) => {
@@ -37,9 +37,9 @@ const httpUrl = z
 export const subscriptionBody = z.object(
   {
     url: httpUrl,
-    secret: z.string({ error: 'secret: must be a string' }).max(1024, { error: 'secret: at most 1024 characters' }).nullish(),
+    secret: safeText({ error: 'secret: must be a string' }).max(1024, { error: 'secret: at most 1024 characters' }).nullish(),
     teams: z
-      .array(z.string().refine(isUuid, { error: 'teams: each must be a team id (UUID)' }), { error: 'teams: must be an array of team ids' })
+      .array(safeText().refine(isUuid, { error: 'teams: each must be a team id (UUID)' }), { error: 'teams: must be an array of team ids' })
       .max(1000, { error: 'teams: at most 1000' })
       .nullish(),
     events: z.array(z.enum(EVENT_TYPES, { error: `events: each must be one of ${EVENT_TYPES.join(', ')}` })).nullish(),

@@ -17,6 +17,8 @@ export const defaultRedisNames: RedisNames = { queuePrefix: 'bull', keyPrefix: '
 
 export const keys = {
   targetLock: (n: RedisNames, targetId: string) => `${n.keyPrefix}:lock:target:${targetId}`,
+  /** Held while a decision on the finding is made or revoked (SPEC §12.3). */
+  findingLock: (n: RedisNames, findingId: string) => `${n.keyPrefix}:lock:finding:${findingId}`,
   /** Bumped by every change of the data (every committed batch too); cached answers about all targets are keyed by it. */
   dataVersion: (n: RedisNames) => `${n.keyPrefix}:data-version`,
   /**

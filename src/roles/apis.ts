@@ -9,6 +9,7 @@ import { answerClientErrors } from '../http/client-errors.js';
 import { closeServer, listen } from '../http/servers.js';
 import { createMetricsApi } from '../metrics/app.js';
 import { describeKeys, tokenKeys } from '../metrics/keys.js';
+import { findingLocks } from '../locks/target-locks.js';
 import type { RoleContext, Stoppable } from './context.js';
 import type { StopDeadline } from './stop-deadline.js';
 
@@ -66,6 +67,7 @@ export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppa
     cache: { redis, names },
     ...(opts.now ? { now: opts.now } : {}),
     onDecision: decisions.onChange,
+    decisionLocks: findingLocks(redis, names),
     slaPolicy: config.slaPolicy,
     webhooks: config.webhooks,
     resolve: opts.notifications?.resolve,

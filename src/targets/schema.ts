@@ -1,14 +1,14 @@
 import { z } from 'zod';
-import { wellFormed } from '../domain/text.js';
+import { safeText } from '../domain/text.js';
 import { entityIdSchema, paginationSchema, teamIdSchema } from '../http/schema.js';
 
 /** POST /targets body (SPEC §6.6): types are checked (400) before emptiness rules (422). */
 export const associateTeamsBody = z.object(
   {
     // Any text is accepted; unpaired surrogates become U+FFFD (SPEC §3.3 item 6), as in reports.
-    identifier: z.string({ error: 'identifier must be a string' }).transform(wellFormed).nullish(),
+    identifier: safeText({ error: 'identifier must be a string' }).nullish(),
     teams: z
-      .array(z.string({ error: 'teams must be an array of strings' }).transform(wellFormed), {
+      .array(safeText({ error: 'teams must be an array of strings' }), {
         error: 'teams must be an array of strings',
       })
       .nullish(),

@@ -1,5 +1,5 @@
 /**
- * npm run fuzz -- [--requests N] [--seed S] [--path P] [--batch B] [--reads R] [--only reads,writes,metrics,unknown] [--db-auth]
+ * npm run fuzz -- [--requests N] [--seed S] [--path P] [--batch B] [--reads R] [--only reads,writes,metrics,unknown,bodies] [--db-auth]
  *
  * The fuzz campaign of test/fuzz.test.ts at any length (issue 21): starts the service in this
  * process (embedded engine in a temporary folder, the Redis of REDIS_URL (default 127.0.0.1:6379) under key prefixes of
@@ -37,6 +37,7 @@ import {
   sizeProblem,
   type RequestKind,
 } from '../support/fuzz-requests.js';
+import { decisionProblems, startHookReceiver } from '../support/fuzz-bodies.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string): string | undefined => {
@@ -50,11 +51,11 @@ const reads = Number(arg('reads') ?? Math.ceil(requests / 4));
 // --db-auth: the database API runs with DB_API_AUTH=jwt and the requests carry tokens (SPEC §5.1).
 const dbAuth = args.includes('--db-auth');
 const batch = Number(arg('batch') ?? 8);
-// --only reads,writes,metrics,unknown: some kinds of request only.
+// --only reads,writes,metrics,unknown,bodies: some kinds of request only.
 const only = (arg('only') ?? REQUEST_KINDS.join(',')).split(',') as RequestKind[];
 if (!Number.isInteger(requests) || requests < 1 || !Number.isInteger(seed) || !Number.isInteger(batch) || batch < 1) {
   console.error(
-    'usage: npm run fuzz -- [--requests N] [--seed S] [--path P] [--batch B] [--reads R] [--only reads,writes,metrics,unknown] [--db-auth]',
+    'usage: npm run fuzz -- [--requests N] [--seed S] [--path P] [--batch B] [--reads R] [--only reads,writes,metrics,unknown,bodies] [--db-auth]',
   );
   process.exit(2);
 }
@@ -93,6 +94,8 @@ const db = (p: string, init: RequestInit = {}) =>
   fetch(`${service.dbApiUrl}${p}`, { ...init, headers: { ...(init.headers as Record<string, string>), Authorization: admin } });
 const client = fuzzClient({ db: service.dbApiUrl!, metrics: service.metricsApiUrl! }, { sockets: batch, timeoutMs: 60_000 });
 const say = (line: string) => console.log(`  ${line}`);
+// Deliveries to the webhooks the campaign subscribes succeed at once (no retries pile up).
+const hooks = await startHookReceiver();
 
 /** One campaign: replays a path under fast-check, or collects every distinct failure. Returns whether all passed. */
 async function campaign(label: string, o: Omit<CampaignOptions, 'client' | 'batch' | 'log'>): Promise<boolean> {
@@ -138,9 +141,13 @@ try {
 
   // 1. Every kind of request; writes are queued, not applied.
   const ledger = newLedger();
-  const ctx = { ...fuzzContext(config.maxReportBytes), dbAuth };
+  const ctx = { ...fuzzContext(config.maxReportBytes), dbAuth, hookBase: hooks.url };
   if (!(await campaign('requests', { ctx, requests, seed, path: replayPath, ledger, only }))) failed = true;
-  const problems = [await sizeProblem(db, ledger, before), ...(await queueProblems(queue, ledger))].filter((p) => p !== undefined);
+  const problems = [
+    await sizeProblem(db, ledger, before),
+    ...(await queueProblems(queue, ledger)),
+    ...(await decisionProblems(service.metricsApiUrl!, ctx.tokens.admin, ctx.ids.finding)),
+  ].filter((p) => p !== undefined);
   for (const line of problems) console.log(`after the campaign: ${line}`);
   if (problems.length > 0) failed = true;
   console.log(
@@ -171,6 +178,7 @@ try {
 } finally {
   client.close();
   await service.close();
+  await hooks.close();
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
   for (const prefix of [names.queuePrefix, names.keyPrefix]) {
     let cursor = '0';

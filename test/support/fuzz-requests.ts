@@ -22,6 +22,8 @@ import {
   mttrStatsResponse,
   openStatsResponse,
 } from '../../src/stats/schema.js';
+import { decisionRequests, webhookRequests } from './fuzz-bodies.js';
+import { importRequests } from './fuzz-imports.js';
 import { fid, findings, I1, I2, I3, I4, I5, iid, reports, sid, T1, T2, T3, T4, TEAM_A, TEAM_B, tid } from './api-catalog.js';
 
 /**
@@ -49,10 +51,12 @@ export interface FuzzContext {
   teams: string[];
   labels: string[];
   /** Metrics API bearer tokens: an admin, a member of `memberTeam`, and refused ones. */
-  tokens: { admin: string; member: string; memberTeam: string; ingest: string; refused: string[]; odd: string };
+  tokens: { admin: string; oddSub: string; member: string; memberTeam: string; ingest: string; refused: string[]; odd: string };
   maxReportBytes: number;
   /** The database API runs with DB_API_AUTH=jwt: its requests carry these tokens too (SPEC §5.1). */
   dbAuth?: boolean;
+  /** Loopback base URL of the webhooks the campaign subscribes (a receiver answering 204: no retries pile up). */
+  hookBase?: string;
 }
 
 /** Tokens signed with the service's JWT_SECRET, valid for a day (admin, member of `team`), and refused ones. */
@@ -64,6 +68,8 @@ export function fuzzTokens(secret: string, team: string): FuzzContext['tokens'] 
   const other = createSecretKey(Buffer.from('another-secret-0123456789abcdef-0123456789'));
   return {
     admin: sign({ admin: true }),
+    // An admin whose sub (recorded as a decision's `by`) holds a lone surrogate and a NUL.
+    oddSub: sign({ sub: 'fuzz\ud800\u0000', admin: true }),
     member: sign({ teams: [team] }),
     memberTeam: team,
     // May write (SPEC §5.1 `"scopes": ["ingest"]`), reads only its teams.
@@ -259,7 +265,7 @@ export const oddString: fc.Arbitrary<string> = fc.oneof(
 );
 
 /** Tens to hundreds of thousands of characters. */
-const hugeString = fc
+export const hugeString = fc
   .tuple(
     fc.constantFrom('x', '\ud800', '{x:String}', "'", '\\', '\u0000', 'é', '\u{1f4a9}', '%zz'),
     fc.integer({ min: 10_000, max: 200_000 }),
@@ -268,7 +274,7 @@ const hugeString = fc
 
 // ----- JSON text ------------------------------------------------------------------------------
 
-const str = (s: string) => JSON.stringify(s); // lone surrogates come out as \udXXX escapes, as clients send them
+export const str = (s: string) => JSON.stringify(s); // lone surrogates come out as \udXXX escapes, as clients send them
 
 const NUMBER_TEXTS = [
   '0',
@@ -331,14 +337,14 @@ export const jsonText: fc.Arbitrary<string> = fc.letrec<{ value: string }>((tie)
   ),
 })).value;
 
-const anyJson = fc.oneof({ weight: 10, arbitrary: jsonText }, { weight: 1, arbitrary: deepText });
+export const anyJson = fc.oneof({ weight: 10, arbitrary: jsonText }, { weight: 1, arbitrary: deepText });
 
 /** An object's text from entries; keys may repeat (the last one wins in JSON.parse). */
-const objectText = (entries: [string, string][]) => `{${entries.map(([k, v]) => `${str(k)}:${v}`).join(',')}}`;
+export const objectText = (entries: [string, string][]) => `{${entries.map(([k, v]) => `${str(k)}:${v}`).join(',')}}`;
 
 const ABSENT = undefined;
 /** A field's value text: mostly valid, sometimes absent, null or anything at all. */
-function field(valid: fc.Arbitrary<string>, weightValid = 30): fc.Arbitrary<string | undefined> {
+export function field(valid: fc.Arbitrary<string>, weightValid = 30): fc.Arbitrary<string | undefined> {
   return fc.oneof(
     { weight: weightValid, arbitrary: valid },
     { weight: 1, arbitrary: fc.constant(ABSENT) },
@@ -446,7 +452,7 @@ const vulnerabilityText = fc
   })
   .map(({ extra, ...fields }) => objectText([...definedEntries(fields), ...extra]));
 
-function definedEntries(fields: Record<string, string | undefined>): [string, string][] {
+export function definedEntries(fields: Record<string, string | undefined>): [string, string][] {
   return Object.entries(fields).filter((e): e is [string, string] => e[1] !== ABSENT);
 }
 
@@ -547,7 +553,7 @@ const targetsBody = (ctx: FuzzContext) => {
   );
 };
 /** Bodies that are not JSON, or are JSON only in part. */
-const brokenBody = fc.oneof(
+export const brokenBody = fc.oneof(
   fc.constantFrom(
     '',
     ' ',
@@ -596,8 +602,8 @@ const OTHER_TYPES = [
   'application/json, text/plain',
 ];
 
-type ContentType = { value: string | string[] | undefined; json: boolean };
-const contentType: fc.Arbitrary<ContentType> = fc.oneof(
+export type ContentType = { value: string | string[] | undefined; json: boolean };
+export const contentType: fc.Arbitrary<ContentType> = fc.oneof(
   { weight: 8, arbitrary: fc.constantFrom(...JSON_TYPES).map((value) => ({ value, json: true })) },
   { weight: 2, arbitrary: fc.constant({ value: undefined, json: true }) },
   { weight: 3, arbitrary: fc.constantFrom(...OTHER_TYPES).map((value) => ({ value, json: false })) },
@@ -1188,7 +1194,8 @@ function unknownPaths(): fc.Arbitrary<FuzzRequest> {
     });
 }
 
-export const REQUEST_KINDS = ['reads', 'writes', 'metrics', 'unknown'] as const;
+/** `bodies`: the decision, webhook and import write surfaces (test/support/fuzz-bodies.ts). */
+export const REQUEST_KINDS = ['reads', 'writes', 'metrics', 'unknown', 'bodies'] as const;
 export type RequestKind = (typeof REQUEST_KINDS)[number];
 
 /** Every kind of request (or only some), in proportions that keep the store busy without starving the rest. */
@@ -1199,6 +1206,11 @@ export function fuzzRequest(ctx: FuzzContext, only: readonly RequestKind[] = REQ
   if (only.includes('writes')) kinds.push({ weight: 5, arbitrary: db(dbWrites(ctx)) });
   if (only.includes('metrics')) kinds.push({ weight: 4, arbitrary: metricsRequests(ctx) });
   if (only.includes('unknown')) kinds.push({ weight: 1, arbitrary: db(unknownPaths()) });
+  if (only.includes('bodies')) {
+    kinds.push({ weight: 1, arbitrary: decisionRequests(ctx) });
+    kinds.push({ weight: 1, arbitrary: webhookRequests(ctx) });
+    kinds.push({ weight: 1, arbitrary: db(importRequests(ctx)) });
+  }
   return fc.oneof(...kinds);
 }
 
@@ -1334,8 +1346,12 @@ export function problemsOf(req: FuzzRequest, a: Answer): string[] {
   if (a.status >= 500) problems.push(`status ${a.status}`);
   if (req.expect && !req.expect.includes(a.status)) problems.push(`status ${a.status}, SPEC: ${req.expect.join(' or ')}`);
   const isDocs = req.api === 'db' && a.status === 200 && /^\/docs\/*(\?|$)/.test(req.target);
-  const bodyless = req.method === 'HEAD' || (req.method === 'OPTIONS' && a.status < 300 && a.body.length === 0);
+  // 204 No Content (e.g. DELETE of a decision or a webhook) has no body by definition.
+  const bodyless = req.method === 'HEAD' || (req.method === 'OPTIONS' && a.status < 300 && a.body.length === 0) || a.status === 204;
   if (bodyless) return problems;
+  // /docs/ (any trailing slashes) redirects to /docs, where Swagger UI's page is served.
+  const docsRedirect = req.api === 'db' && a.status === 301 && /^\/docs\/+(\?|$)/.test(req.target);
+  if (docsRedirect) return problems;
   if (isDocs) {
     if (!/^text\/html/.test(a.contentType ?? '')) problems.push(`content type ${a.contentType} for /docs`);
     return problems;
@@ -1387,8 +1403,10 @@ function record(ledger: Ledger, req: FuzzRequest, a: Answer): void {
   }
   if (req.method !== 'POST' || a.status >= 300) return;
   try {
-    const body = JSON.parse(a.body.toString('utf8')) as { job_id?: unknown; target?: { id?: unknown } };
+    const body = JSON.parse(a.body.toString('utf8')) as { job_id?: unknown; job_ids?: unknown; target?: { id?: unknown } };
     if (a.status === 202 && typeof body.job_id === 'string') ledger.jobs.push(body.job_id);
+    // POST /imports/{format}: a job per report of the document.
+    if (a.status === 202 && Array.isArray(body.job_ids)) ledger.jobs.push(...body.job_ids.filter((j) => typeof j === 'string'));
     if (a.status === 201 && typeof body.target?.id === 'string') ledger.targets.add(body.target.id);
   } catch {
     /* reported by problemsOf */
