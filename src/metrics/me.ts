@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { z } from 'zod';
-import type { Operation } from '../openapi/operations.js';
+import type { Endpoint } from '../http/endpoint.js';
 import { callerOf } from './auth.js';
 
 /**
@@ -22,7 +22,7 @@ export const meResponse = z
   .strict()
   .describe('The authenticated caller');
 
-export const meOperation: Operation = {
+export const meOperation: Endpoint = {
   method: 'get',
   path: '/api/v1/me',
   tag: 'metrics: caller',
