@@ -10,7 +10,7 @@ import type { StoreLayout } from '../config.js';
  * src/storage knows the layout.
  */
 export interface KeyedTables {
-  /** The table read whole or filtered by its own WHERE: `t`, or `t FINAL`. */
+  /** The table read whole or filtered by its own WHERE: `t`, or `t FINAL` (so no alias can follow). */
   latest(table: string): string;
   /**
    * The table to join by `key`, for rows whose keys `keys` (an SQL set: a bound array or a subquery)

@@ -50,6 +50,16 @@ export async function keepUnmerged(store: Store): Promise<void> {
   await store.command('SYSTEM STOP MERGES');
 }
 
+/**
+ * A test's DELETE of rows. In the cluster layout the table is a MergeTree, where a DELETE is a
+ * mutation, which waits for the merges keepUnmerged stopped: they run for this table meanwhile.
+ */
+export async function deleteRows(store: Store, table: string, where: string, params: Record<string, unknown>): Promise<void> {
+  if (store.layout === 'cluster') await store.command(`SYSTEM START MERGES ${table}`);
+  await store.command(`DELETE FROM ${table} WHERE ${where}`, params);
+  if (store.layout === 'cluster') await store.command(`SYSTEM STOP MERGES ${table}`);
+}
+
 /** A migrated store on a database of its own. */
 export async function freshStore(): Promise<Store> {
   const store = await openStore(testStoreConfig());
