@@ -17,8 +17,8 @@ import { splitStatements } from './migrate.js';
  *   cluster each becomes a ReplicatedReplacingMergeTree sorted by its primary key: a later write of
  *   a key replaces the earlier one on merge (block numbers of a replicated table are ordered by
  *   ZooKeeper, so "later" is the same on every replica), which is the RocksDB table's semantics
- *   once reads take FINAL. The read path must then stop joining them with
- *   join_algorithm = 'direct' (docs/SCALING.md, "Node-local tables").
+ *   once reads take FINAL: every read of them goes through the store's layout fragments
+ *   (src/storage/layout.ts; docs/SCALING.md, "Node-local tables").
  * - Null tables stay Null (a materialized view fires on the replica that received the insert and
  *   writes into a replicated table); plain views stay views.
  * - INSERT … SELECT backfills run once, on the node the migration runs on: their targets are
