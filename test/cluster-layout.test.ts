@@ -52,8 +52,8 @@ function plannedTables(): Map<string, string> {
 }
 
 async function tablesOf(store: Store) {
-  const rows = await store.query<{ name: string; engine: string; sorting_key: string }>(
-    'SELECT name, engine, sorting_key FROM system.tables WHERE database = {db:String} ORDER BY name',
+  const rows = await store.query<{ name: string; engine: string; sorting_key: string; ddl: string }>(
+    'SELECT name, engine, sorting_key, create_table_query AS ddl FROM system.tables WHERE database = {db:String} ORDER BY name',
     { db: store.database },
   );
   return rows;
@@ -71,6 +71,7 @@ describe('the cluster layout on the embedded engine', () => {
     expect(tables.filter((t) => t.engine === 'EmbeddedRocksDB')).toEqual([]);
     for (const [name, key] of Object.entries(KEY_VALUE)) {
       expect(tables.find((t) => t.name === name)).toMatchObject({ engine: 'ReplacingMergeTree', sorting_key: key });
+      expect(tables.find((t) => t.name === name)!.ddl).toContain('index_granularity = 128');
     }
     expect(await migrate(store)).toEqual([]);
   });

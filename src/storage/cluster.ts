@@ -36,6 +36,9 @@ export class ClusterSqlError extends Error {}
 /** Engines that have a Replicated* counterpart taking the same parameters after path and replica. */
 const MERGE_TREE = /^(|Replacing|Summing|Aggregating|Collapsing|VersionedCollapsing|Graphite)MergeTree$/;
 
+/** Granules of the key-value tables' replacements (8,192 rows by default: a page's lookups would read them all). */
+const KEYED_GRANULES = 'index_granularity = 128';
+
 /** A cluster name as it may appear after ON CLUSTER (quoted with backticks). */
 const CLUSTER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 
@@ -127,7 +130,10 @@ function clusterEngine(statement: string, table: string, replicas: boolean): str
     const rest = statement.slice(end);
     const key = /^\s*PRIMARY\s+KEY\s+(\([^)]*\)|[A-Za-z_][A-Za-z0-9_]*)/i.exec(rest);
     if (!key) throw new ClusterSqlError(`EmbeddedRocksDB table ${table}: no PRIMARY KEY clause after the engine`);
-    return settled(`${statement.slice(0, start)}${replicated('Replacing', '')}\nORDER BY ${key[1]}${rest.slice(key[0].length)}`);
+    // Read by key, a few keys at a time (findings pages): small granules keep a lookup's read small.
+    const tail = rest.slice(key[0].length);
+    if (/\bSETTINGS\b/i.test(tail)) throw new ClusterSqlError(`EmbeddedRocksDB table ${table}: SETTINGS have no MergeTree form here`);
+    return settled(`${statement.slice(0, start)}${replicated('Replacing', '')}\nORDER BY ${key[1]}${tail}\nSETTINGS ${KEYED_GRANULES}`);
   }
   throw new ClusterSqlError(`table ${table}: engine ${engine} has no replicated form here; extend src/storage/cluster.ts`);
 }

@@ -17,7 +17,7 @@ export interface KeyedTables {
    * holds: the table itself (direct lookups), or the latest version of each of those keys.
    */
   byKeys(table: string, key: string, keys: string): string;
-  /** The SETTINGS that join byKeys() tables: direct lookups, or a hash join of the few rows read. */
+  /** The SETTINGS that join byKeys() tables: direct lookups, or a hash join of the few rows read (one thread). */
   readonly joinSettings: string;
 }
 
@@ -28,6 +28,7 @@ export function keyedTables(layout: StoreLayout): KeyedTables {
   return {
     latest: (table) => `${table} FINAL`,
     byKeys: (table, key, keys) => `(SELECT * FROM ${table} FINAL WHERE ${key} IN ${keys})`,
-    joinSettings: "join_algorithm = 'hash'",
+    // One thread: a lookup of a few keys gains nothing from more, and pays for setting them up.
+    joinSettings: "join_algorithm = 'hash', max_threads = 1",
   };
 }
