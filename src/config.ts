@@ -60,6 +60,8 @@ const envSchema = z.object({
   CLICKHOUSE_CLUSTER: optionalString.refine((v) => v === undefined || /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(v), {
     error: 'must be a cluster name of the server configuration (letters, digits, _ . -)',
   }),
+  // SPEC §10: the tables a cluster holds; with the embedded engine, the same without replication.
+  CLICKHOUSE_LAYOUT: optionalString.pipe(z.enum(['single', 'cluster'], { error: 'must be "single" or "cluster"' }).optional()),
   CLICKHOUSE_USER: z.string().default('default'),
   CLICKHOUSE_PASSWORD: z.string().default(''),
   DATA_DIR: z.string().min(1).default('./data'),
@@ -131,7 +133,14 @@ export interface StoreConfig {
   queryTimeoutMs?: number;
   /** CLICKHOUSE_CLUSTER: the migrations' cluster (server mode only; src/storage/cluster.ts). */
   cluster?: string;
+  /**
+   * CLICKHOUSE_LAYOUT: `cluster`, the tables a cluster holds (no node-local tables, versions read as
+   * unmerged; src/storage/cluster.ts), also on the embedded engine without replication; else `single`.
+   */
+  layout?: StoreLayout;
 }
+
+export type StoreLayout = 'single' | 'cluster';
 
 export interface Config {
   host: string;
@@ -225,6 +234,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `invalid configuration: ADMIN_HOST=${e.ADMIN_HOST} reaches beyond loopback, so ADMIN_TOKEN must be set (the admin listener's queue board and metrics would be open to that network)`,
     );
   }
+  if (e.CLICKHOUSE_CLUSTER !== undefined && e.CLICKHOUSE_LAYOUT === 'single') {
+    throw new ConfigError('invalid configuration: CLICKHOUSE_CLUSTER holds the cluster layout (CLICKHOUSE_LAYOUT=cluster)');
+  }
   if ((e.OIDC_ISSUER === undefined) !== (e.OIDC_CLIENT_ID === undefined)) {
     throw new ConfigError('invalid configuration: OIDC_ISSUER and OIDC_CLIENT_ID go together');
   }
@@ -243,6 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       embeddedPath: path.join(dataDir, 'clickhouse'),
       queryTimeoutMs: e.QUERY_TIMEOUT_MS,
       ...(e.CLICKHOUSE_CLUSTER !== undefined ? { cluster: e.CLICKHOUSE_CLUSTER } : {}),
+      layout: e.CLICKHOUSE_LAYOUT ?? (e.CLICKHOUSE_CLUSTER !== undefined ? 'cluster' : 'single'),
     },
     dataDir,
     ingest: {

@@ -23,6 +23,7 @@ import {
   tid,
   iid,
 } from './support/api-catalog.js';
+import { deleteRows } from './support/engine.js';
 import { report, type VulnSpec } from './support/reports.js';
 import { startTestService, type TestService } from './support/service.js';
 
@@ -381,7 +382,7 @@ describe('current attributes (SPEC §3.5.6) whatever the arrival order', () => {
   it('renders a finding whose latest event is not kept with empty attributes, and its own row', async () => {
     const [f] = (await get(fresh, '/findings?identifiers=reversed.example.com', findingListResponse)).findings;
     expect(f!.source.instance).toBe('b1');
-    await fresh.store.command('DELETE FROM finding_latest_events WHERE finding_id = {id:UUID}', { id: f!.id });
+    await deleteRows(fresh.store, 'finding_latest_events', 'finding_id = {id:UUID}', { id: f!.id });
     // Another page size: the first page is in the response cache, which a DELETE does not reach.
     const [bare] = (await get(fresh, '/findings?identifiers=reversed.example.com&size=10', findingListResponse)).findings;
     expect(bare).toMatchObject({ id: f!.id, score: 7.5, status: 'OPEN', details: '', impact_details: '', resources: [] });

@@ -55,7 +55,7 @@ async function copyAndTruth(svc: TestService): Promise<{ copy: string[]; truth: 
   );
   // The lists' totals kept by key (sql/0014), against the findings of all and of each team.
   const totals = await svc.store.query<{ line: string }>(
-    `SELECT concat('total ', scope, ' ', toString(open), ' ', toString(fixed)) AS line FROM finding_total_values
+    `SELECT concat('total ', scope, ' ', toString(open), ' ', toString(fixed)) AS line FROM ${svc.store.keyed.latest('finding_total_values')}
      WHERE open + fixed > 0 ORDER BY line`,
   );
   const totalsTruth = await svc.store.query<{ line: string }>(

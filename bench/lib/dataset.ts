@@ -15,6 +15,7 @@ import { directBatchesInFlight } from '../../src/cli/import.js';
 import { ReportBatcher } from '../../src/ingest/batcher.js';
 import { ProcessLocks } from '../../src/locks/target-locks.js';
 import { createLogger } from '../../src/log.js';
+import type { StoreLayout } from '../../src/config.js';
 import { openStore, type Store } from '../../src/storage/gateway.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { targetId } from '../../src/domain/ids.js';
@@ -96,12 +97,28 @@ async function associateTeams(store: Store, targets: number): Promise<void> {
   await rewriteTotals(store, new ProcessLocks());
 }
 
-/** Opens the dataset of a scale, building it first if its folder does not hold it yet. */
-export async function openDataset(scale: Scale): Promise<{ dataset: Dataset; store: Store }> {
+const KEY_VALUE_TABLES = { finding_latest_events: 'finding_id', issue_objects: 'id', target_objects: 'id', finding_total_values: 'scope' };
+
+/** Stops merges (for the whole engine) and writes a second version of a tenth of each key-value table's keys. */
+async function rewriteTenthOfKeys(store: Store): Promise<void> {
+  await store.command('SYSTEM STOP MERGES');
+  for (const [table, key] of Object.entries(KEY_VALUE_TABLES)) {
+    await store.command(`INSERT INTO ${table} SELECT * FROM ${table} FINAL WHERE cityHash64(${key}) % 10 = 0`);
+  }
+}
+
+/**
+ * Opens the dataset of a scale, building it first if its folder does not hold it yet. The cluster
+ * layout (CLICKHOUSE_LAYOUT, docs/SCALING.md) has its own copy, built the same way in another
+ * database of the same folder (one engine per process), so both can be measured in one run.
+ */
+export async function openDataset(scale: Scale, layout: StoreLayout = 'single'): Promise<{ dataset: Dataset; store: Store }> {
   const dataDir = dataDirOf(scale);
   const storePath = path.join(dataDir, 'clickhouse');
-  const marker = path.join(dataDir, 'dataset.json');
-  const store = await openStore({ url: undefined, database: 'vulndb', user: 'default', password: '', embeddedPath: storePath });
+  const cluster = layout === 'cluster';
+  const marker = path.join(dataDir, cluster ? 'dataset-cluster.json' : 'dataset.json');
+  const database = cluster ? 'vulndb_cluster' : 'vulndb';
+  const store = await openStore({ url: undefined, database, user: 'default', password: '', embeddedPath: storePath, layout });
   await migrate(store);
   if (!fs.existsSync(marker)) {
     const { targets, scans } = SCALES[scale];
@@ -142,8 +159,11 @@ export async function openDataset(scale: Scale): Promise<{ dataset: Dataset; sto
     // Likewise the key-value tables of findings pages, which RocksDB compacts in the background
     // after a build's millions of overwrites (finding_latest_events: one per detection).
     for (const table of ['finding_latest_events', 'issue_objects', 'target_objects', 'finding_total_values']) {
-      await store.command(`OPTIMIZE TABLE ${table}`);
+      await store.command(`OPTIMIZE TABLE ${table}${cluster ? ' FINAL' : ''}`);
     }
+    // The cluster layout's reads must collapse versions: a second part rewrites a tenth of each
+    // key-value table's keys (same values), left unmerged.
+    if (cluster) await rewriteTenthOfKeys(store);
     const [counts] = await store.query<{ reports: number; findings: number; events: number }>(
       `SELECT (SELECT count() FROM sources) AS reports, (SELECT count() FROM findings FINAL) AS findings,
               (SELECT count() FROM finding_events) AS events`,

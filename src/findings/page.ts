@@ -3,6 +3,7 @@ import { findingConditions, merge, whereClause, type Sql } from '../filters/sql.
 import { decisionSelection } from '../decisions/suppression.js';
 import { decisionsAt } from '../decisions/store.js';
 import type { Store } from '../storage/gateway.js';
+import type { KeyedTables } from '../storage/layout.js';
 import {
   byId,
   type CountStatement,
@@ -74,9 +75,10 @@ const ROW_COLUMNS = `id, target_id, issue_id, affected_resource, status, score,
 
 /**
  * The rows of `f` with what a page shows besides them, looked up by key in the tables of sql/0012
- * (direct joins: each row's keys are looked up, no hash table is built). A key without a value
- * reads as empty, so a finding without a latest event reads the nil UUID as its source. (`f.*`
- * would name ids `f.id`: the joined tables have ids too.)
+ * (the store's keyed tables: direct joins in the single layout, where each row's keys are looked
+ * up and no hash table is built; the latest versions of the page's keys in the cluster layout). A
+ * key without a value reads as empty, so a finding without a latest event reads the nil UUID as its
+ * source. (`f.*` would name ids `f.id`: the joined tables have ids too.)
  */
 const WITH_CONTEXT_COLUMNS = `f.id AS id, f.target_id AS target_id, f.issue_id AS issue_id, f.affected_resource AS affected_resource,
        f.status AS status, f.score AS score, f.found AS found, f.fixed AS fixed,
@@ -87,9 +89,17 @@ const WITH_CONTEXT_COLUMNS = `f.id AS id, f.target_id AS target_id, f.issue_id A
        i.summary AS issue_summary, i.cwe_id AS issue_cwe_id, i.description AS issue_description,
        i.recommendations AS issue_recommendations, i.reference_links AS issue_reference_links, i.labels AS issue_labels,
        t.identifier AS target_identifier, t.teams AS target_team_ids`;
-const CONTEXT_JOINS = `LEFT JOIN finding_latest_events AS e ON e.finding_id = f.id
-   LEFT JOIN issue_objects AS i ON i.id = f.issue_id
-   LEFT JOIN target_objects AS t ON t.id = f.target_id`;
+
+/** The page's keys of each context table, as SQL sets (bound arrays or subqueries). */
+interface ContextKeys {
+  findings: string;
+  issues: string;
+  targets: string;
+}
+const contextJoins = (keyed: KeyedTables, keys: ContextKeys) => `
+   LEFT JOIN ${keyed.byKeys('finding_latest_events', 'finding_id', keys.findings)} AS e ON e.finding_id = f.id
+   LEFT JOIN ${keyed.byKeys('issue_objects', 'id', keys.issues)} AS i ON i.id = f.issue_id
+   LEFT JOIN ${keyed.byKeys('target_objects', 'id', keys.targets)} AS t ON t.id = f.target_id`;
 
 /**
  * Rows per block while a page is read: a page by id reads its scope in order only until the page is
@@ -98,7 +108,7 @@ const CONTEXT_JOINS = `LEFT JOIN finding_latest_events AS e ON e.finding_id = f.
  * No ORDER BY around the joins: the rows are put in id order here (byIdText), since sorting twenty
  * rows costs nothing and the engine spends about a millisecond planning a sort step.
  */
-const CONTEXT_SETTINGS = `SETTINGS join_algorithm = 'direct', max_block_size = 1024`;
+const contextSettings = (keyed: KeyedTables) => `SETTINGS ${keyed.joinSettings}, max_block_size = 1024`;
 
 /**
  * The kept totals (sql/0012, sql/0014, src/ingest/totals.ts) of the lists that count every finding
@@ -107,22 +117,30 @@ const CONTEXT_SETTINGS = `SETTINGS join_algorithm = 'direct', max_block_size = 1
 const keptTotal = (status: FindingFilters['status']) =>
   status === 'OPEN' ? 'n.open' : status === 'FIXED' ? 'n.fixed' : 'n.open + n.fixed';
 
-/** IN ID ORDER: the page's rows read from `from` in id order, with their context and, `withTotal`, the kept total. */
-const inIdOrderPage = (from: string, where: string, total: string | undefined) => `
-SELECT ${WITH_CONTEXT_COLUMNS}${total ? `, ${total} AS page_total` : ''}
-FROM
+/**
+ * IN ID ORDER: the page's rows read from `from` in id order, with their context and, `withTotal`, the
+ * kept total. The rows are a named subquery so that the cluster layout's lookups can name their keys.
+ */
+const inIdOrderPage = (keyed: KeyedTables, from: string, where: string, total: string | undefined) => `
+WITH page_rows AS
 (
     SELECT ${ROW_COLUMNS}${total ? ', {totalScope:String} AS total_scope' : ''}
     FROM ${from}
     ${where}
     ${PAGE_LIMIT}
-) AS f
-   ${CONTEXT_JOINS}
-   ${total ? 'LEFT JOIN finding_total_values AS n ON n.scope = f.total_scope' : ''}
-${CONTEXT_SETTINGS}`;
+)
+SELECT ${WITH_CONTEXT_COLUMNS}${total ? `, ${total} AS page_total` : ''}
+FROM page_rows AS f
+   ${contextJoins(keyed, {
+     findings: '(SELECT id FROM page_rows)',
+     issues: '(SELECT issue_id FROM page_rows)',
+     targets: '(SELECT target_id FROM page_rows)',
+   })}
+   ${total ? `LEFT JOIN ${keyed.byKeys('finding_total_values', 'scope', '({totalScope:String})')} AS n ON n.scope = f.total_scope` : ''}
+${contextSettings(keyed)}`;
 
 /** BY KEYS, first statement: the page's keys in the list's order, with the kept total where it tells. */
-const keysPage = (from: string, where: string, order: string, total: string | undefined) => {
+const keysPage = (keyed: KeyedTables, from: string, where: string, order: string, total: string | undefined) => {
   const keys = `SELECT id, target_id
     FROM ${from}
     ${where}
@@ -130,12 +148,12 @@ const keysPage = (from: string, where: string, order: string, total: string | un
     ${PAGE_LIMIT}`;
   if (!total) return keys;
   return `
-SELECT *, (SELECT ${total} FROM finding_total_values AS n WHERE scope = {totalScope:String}) AS page_total
+SELECT *, (SELECT ${total} FROM ${keyed.byKeys('finding_total_values', 'scope', '({totalScope:String})')} AS n WHERE scope = {totalScope:String}) AS page_total
 FROM (${keys})`;
 };
 
 /** BY KEYS, second statement: findings by primary key (target_id, id) with their context. */
-const ROWS_BY_KEYS = `
+const rowsByKeys = (keyed: KeyedTables) => `
 SELECT ${WITH_CONTEXT_COLUMNS}
 FROM
 (
@@ -143,8 +161,12 @@ FROM
     FROM findings FINAL
     WHERE target_id IN {targetIds:Array(UUID)} AND id IN {ids:Array(UUID)}
 ) AS f
-   ${CONTEXT_JOINS}
-${CONTEXT_SETTINGS}`;
+   ${contextJoins(keyed, {
+     findings: '{ids:Array(UUID)}',
+     issues: '(SELECT issue_id FROM findings WHERE target_id IN {targetIds:Array(UUID)} AND id IN {ids:Array(UUID)})',
+     targets: '{targetIds:Array(UUID)}',
+   })}
+${contextSettings(keyed)}`;
 
 /** The list's count, where the page does not tell it. */
 const countSql = (from: string, where: string) => `SELECT count() AS n FROM ${from} ${where}`;
@@ -181,10 +203,13 @@ export async function findingPage(
     // A count reads the deduplicated scope, not its rows in id order.
     const count: CountStatement = { sql: countSql(selected.from, whereClause(where)), params };
     const found = pageCanHoldRows(page)
-      ? await store.query<ContextRow & { page_total?: number }>(inIdOrderPage(selected.inIdOrder.from, whereClause(ordered), total?.sql), {
-          ...params,
-          ...pageParams(page),
-        })
+      ? await store.query<ContextRow & { page_total?: number }>(
+          inIdOrderPage(store.keyed, selected.inIdOrder.from, whereClause(ordered), total?.sql),
+          {
+            ...params,
+            ...pageParams(page),
+          },
+        )
       : [];
     const told = total ? found[0]?.page_total : undefined;
     const counted = total ? await toldTotal(store, count, page, found.length, told) : await pageTotal(store, count, page, found.length);
@@ -193,10 +218,13 @@ export async function findingPage(
   const params = { ...where.params, ...total?.params };
   const count: CountStatement = { sql: countSql(selected.from, whereClause(where)), params };
   const keys = pageCanHoldRows(page)
-    ? await store.query<FindingKey & { page_total?: number }>(keysPage(selected.from, whereClause(where), ORDER[order], total?.sql), {
-        ...params,
-        ...pageParams(page),
-      })
+    ? await store.query<FindingKey & { page_total?: number }>(
+        keysPage(store.keyed, selected.from, whereClause(where), ORDER[order], total?.sql),
+        {
+          ...params,
+          ...pageParams(page),
+        },
+      )
     : [];
   const counted = total
     ? await toldTotal(store, count, page, keys.length, keys[0]?.page_total)
@@ -217,7 +245,7 @@ export interface FindingKey {
  */
 export async function findingsByKeys(store: Store, keys: FindingKey[], t?: number): Promise<FindingWithContext[]> {
   if (keys.length === 0) return [];
-  const rows = await store.query<ContextRow>(ROWS_BY_KEYS, {
+  const rows = await store.query<ContextRow>(rowsByKeys(store.keyed), {
     ids: keys.map((k) => k.id),
     targetIds: [...new Set(keys.map((k) => k.target_id))],
   });

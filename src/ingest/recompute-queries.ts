@@ -64,7 +64,7 @@ export async function shownLatest(
 ): Promise<Map<string, { time: number; checkId: string; pos: number }>> {
   const rows = await store.query<{ f: string; t: number; c: string; p: number }>(
     `SELECT finding_id AS f, toUInt32(time) AS t, check_id AS c, pos AS p
-     FROM finding_latest_events
+     FROM ${store.keyed.latest('finding_latest_events')}
      WHERE ${inUuids('finding_id', 'ids', findingIds)}`,
     { ids: findingIds },
   );

@@ -17,8 +17,8 @@ import { splitStatements } from './migrate.js';
  *   cluster each becomes a ReplicatedReplacingMergeTree sorted by its primary key: a later write of
  *   a key replaces the earlier one on merge (block numbers of a replicated table are ordered by
  *   ZooKeeper, so "later" is the same on every replica), which is the RocksDB table's semantics
- *   once reads take FINAL. The read path must then stop joining them with
- *   join_algorithm = 'direct' (docs/SCALING.md, "Node-local tables").
+ *   once reads take FINAL: every read of them goes through the store's layout fragments
+ *   (src/storage/layout.ts; docs/SCALING.md, "Node-local tables").
  * - Null tables stay Null (a materialized view fires on the replica that received the insert and
  *   writes into a replicated table); plain views stay views.
  * - INSERT … SELECT backfills run once, on the node the migration runs on: their targets are
@@ -26,13 +26,18 @@ import { splitStatements } from './migrate.js';
  * - Any other statement is refused, so that a new kind of migration statement is looked at for
  *   the cluster before it runs there.
  *
- * With no cluster name the text comes back unchanged.
+ * With no cluster name the text comes back unchanged from toClusterSql; toClusterStatement then
+ * gives the cluster layout on one node (the embedded engine's CLICKHOUSE_LAYOUT=cluster): the same
+ * tables in their plain (non-replicated) forms, no ON CLUSTER.
  */
 
 export class ClusterSqlError extends Error {}
 
 /** Engines that have a Replicated* counterpart taking the same parameters after path and replica. */
 const MERGE_TREE = /^(|Replacing|Summing|Aggregating|Collapsing|VersionedCollapsing|Graphite)MergeTree$/;
+
+/** Granules of the key-value tables' replacements (8,192 rows by default: a page's lookups would read them all). */
+const KEYED_GRANULES = 'index_granularity = 128';
 
 /** A cluster name as it may appear after ON CLUSTER (quoted with backticks). */
 const CLUSTER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
@@ -89,8 +94,11 @@ function withoutDeduplication(statement: string): string {
   return `${statement}\nSETTINGS ${setting}`;
 }
 
-/** Rewrites the statement's ENGINE clause (if any) for a replicated table named `table`. */
-function replicateEngine(statement: string, table: string): string {
+/**
+ * Rewrites the statement's ENGINE clause (if any) for the cluster's table named `table`: replicated,
+ * or in its plain form on one node (the embedded engine's cluster layout).
+ */
+function clusterEngine(statement: string, table: string, replicas: boolean): string {
   const m = /\bENGINE\s*=\s*([A-Za-z]+)/i.exec(statement);
   if (!m) return statement;
   const engine = m[1]!;
@@ -105,30 +113,39 @@ function replicateEngine(statement: string, table: string): string {
     end = close;
   }
   const replicated = (family: string, extra: string) =>
-    `ENGINE = Replicated${family}MergeTree('${zooKeeperPath(table)}', '{replica}'${extra ? `, ${extra}` : ''})`;
+    replicas
+      ? `ENGINE = Replicated${family}MergeTree('${zooKeeperPath(table)}', '{replica}'${extra ? `, ${extra}` : ''})`
+      : `ENGINE = ${family}MergeTree${extra ? `(${extra})` : ''}`;
+  const settled = (s: string) => (replicas ? withoutDeduplication(s) : s);
 
   if (MERGE_TREE.test(engine)) {
-    return withoutDeduplication(statement.slice(0, start) + replicated(engine.slice(0, -'MergeTree'.length), args) + statement.slice(end));
+    if (!replicas) return statement;
+    return settled(statement.slice(0, start) + replicated(engine.slice(0, -'MergeTree'.length), args) + statement.slice(end));
   }
   if (/^Replicated/.test(engine) || /^(Null|Distributed|Dictionary|Merge|Buffer)$/.test(engine)) {
     return statement; // already replicated, or holds no data of its own
   }
   if (engine === 'EmbeddedRocksDB') {
-    // Node-local key-value table → a replicated table where the last write of a key wins (FINAL).
+    // Node-local key-value table → a table where the last write of a key wins (FINAL).
     const rest = statement.slice(end);
     const key = /^\s*PRIMARY\s+KEY\s+(\([^)]*\)|[A-Za-z_][A-Za-z0-9_]*)/i.exec(rest);
     if (!key) throw new ClusterSqlError(`EmbeddedRocksDB table ${table}: no PRIMARY KEY clause after the engine`);
-    return withoutDeduplication(
-      `${statement.slice(0, start)}${replicated('Replacing', '')}\nORDER BY ${key[1]}${rest.slice(key[0].length)}`,
-    );
+    // Read by key, a few keys at a time (findings pages): small granules keep a lookup's read small.
+    const tail = rest.slice(key[0].length);
+    if (/\bSETTINGS\b/i.test(tail)) throw new ClusterSqlError(`EmbeddedRocksDB table ${table}: SETTINGS have no MergeTree form here`);
+    return settled(`${statement.slice(0, start)}${replicated('Replacing', '')}\nORDER BY ${key[1]}${tail}\nSETTINGS ${KEYED_GRANULES}`);
   }
   throw new ClusterSqlError(`table ${table}: engine ${engine} has no replicated form here; extend src/storage/cluster.ts`);
 }
 
-/** One statement (no trailing `;`) as the cluster runs it. */
-export function toClusterStatement(statement: string, cluster: string): string {
-  if (!CLUSTER_NAME.test(cluster)) throw new ClusterSqlError(`invalid cluster name ${JSON.stringify(cluster)}`);
-  const on = ` ON CLUSTER \`${cluster}\``;
+/**
+ * One statement (no trailing `;`) as the cluster runs it; with no cluster name, as the cluster
+ * layout of the embedded engine runs it (CLICKHOUSE_LAYOUT=cluster): the same tables on one node,
+ * without `ON CLUSTER` and without replication.
+ */
+export function toClusterStatement(statement: string, cluster: string | undefined): string {
+  if (cluster !== undefined && !CLUSTER_NAME.test(cluster)) throw new ClusterSqlError(`invalid cluster name ${JSON.stringify(cluster)}`);
+  const on = cluster === undefined ? '' : ` ON CLUSTER \`${cluster}\``;
   const s = statement.trim();
   if (/\bON\s+CLUSTER\b/i.test(s)) return s;
 
@@ -136,7 +153,9 @@ export function toClusterStatement(statement: string, cluster: string): string {
   if (create) {
     const [whole, , name] = create;
     const withCluster = whole + on + s.slice(whole.length);
-    return /^CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\b/i.test(s) ? replicateEngine(withCluster, tableOf(name!)) : withCluster;
+    return /^CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\b/i.test(s)
+      ? clusterEngine(withCluster, tableOf(name!), cluster !== undefined)
+      : withCluster;
   }
   const alter = ALTERISH.exec(s);
   if (alter) return alter[0] + on + s.slice(alter[0].length);

@@ -1,8 +1,9 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { StoreConfig } from '../config.js';
+import type { StoreConfig, StoreLayout } from '../config.js';
 import type { Logger } from '../log.js';
 import { TimeSlices } from '../time-slices.js';
 import { openEmbeddedClient, openServerClient } from './clients.js';
+import { type KeyedTables, keyedTables } from './layout.js';
 import { DataChanged, guard, StoreError } from './store-errors.js';
 import { type Exec, timeLimits } from './time-limits.js';
 
@@ -43,6 +44,10 @@ export interface Store {
   readonly database: string;
   /** CLICKHOUSE_CLUSTER (server mode): migrations run ON CLUSTER with replicated engines (src/storage/cluster.ts). */
   readonly cluster?: string;
+  /** CLICKHOUSE_LAYOUT: the tables migrations create (src/storage/migrate.ts); read only in src/storage. */
+  readonly layout: StoreLayout;
+  /** How statements read the key-value tables in this layout (src/storage/layout.ts). */
+  readonly keyed: KeyedTables;
   query<T>(sql: string, params?: QueryParams, opts?: StatementOptions): Promise<T[]>;
   /**
    * Rows as arrays of field texts (TabSeparated, unescaped): for large results of plain fields,
@@ -96,7 +101,13 @@ const unescapeField = (field: string) => (field.includes('\\') ? field.replace(/
 /** A TabSeparated line as its unescaped fields. */
 const fieldsOf = (line: string) => line.split('\t').map(unescapeField);
 
-function wrap(client: ClickHouseClient, mode: Store['mode'], database: string, queryTimeoutMs: number | undefined): Store {
+function wrap(
+  client: ClickHouseClient,
+  mode: Store['mode'],
+  database: string,
+  queryTimeoutMs: number | undefined,
+  layout: StoreLayout,
+): Store {
   let closed = false;
   let changes = 0;
   const runner = timeLimits(mode, queryTimeoutMs);
@@ -111,6 +122,8 @@ function wrap(client: ClickHouseClient, mode: Store['mode'], database: string, q
     return {
       mode,
       database,
+      layout,
+      keyed: keyedTables(layout),
       query: <T>(sql: string, params?: QueryParams, opts?: StatementOptions) =>
         guard('query', () =>
           limited(opts?.timeoutMs, async (exec) => {
@@ -190,7 +203,8 @@ function wrap(client: ClickHouseClient, mode: Store['mode'], database: string, q
 /** Opens the store described by the configuration (database name is validated by config). */
 export async function openStore(cfg: StoreConfig, log?: Logger): Promise<Store> {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(cfg.database)) throw new StoreError(`invalid database name ${JSON.stringify(cfg.database)}`);
-  if (!cfg.url) return wrap(await openEmbeddedClient(cfg, log), 'embedded', cfg.database, cfg.queryTimeoutMs);
-  const store = wrap(await openServerClient(cfg, log), 'server', cfg.database, cfg.queryTimeoutMs);
+  const layout = cfg.layout ?? (cfg.cluster ? 'cluster' : 'single');
+  if (!cfg.url) return wrap(await openEmbeddedClient(cfg, log), 'embedded', cfg.database, cfg.queryTimeoutMs, layout);
+  const store = wrap(await openServerClient(cfg, log), 'server', cfg.database, cfg.queryTimeoutMs, layout);
   return cfg.cluster ? { ...store, cluster: cfg.cluster } : store;
 }

@@ -65,10 +65,14 @@ const UNLIMITED = { timeoutMs: 0 };
 /**
  * `cluster` (CLICKHOUSE_CLUSTER, server mode; docs/SCALING.md): every statement, the ledger's
  * included, runs as src/storage/cluster.ts rewrites it (ON CLUSTER, Replicated* engines), after
- * the database is created on every node. Checksums stay those of the files.
+ * the database is created on every node. The cluster layout without a cluster (CLICKHOUSE_LAYOUT,
+ * e.g. on the embedded engine) runs the same rewrite without ON CLUSTER and replication.
+ * Checksums stay those of the files.
  */
 export async function migrate(store: Store, log?: Logger, dir = SQL_DIR, cluster = store.cluster): Promise<number[]> {
-  const run = (statement: string) => store.command(cluster ? toClusterStatement(statement, cluster) : statement, undefined, UNLIMITED);
+  const clusterLayout = cluster !== undefined || store.layout === 'cluster';
+  const rewrite = (statement: string) => (clusterLayout ? toClusterStatement(statement, cluster) : statement);
+  const run = (statement: string) => store.command(rewrite(statement), undefined, UNLIMITED);
   if (cluster) await run(`CREATE DATABASE IF NOT EXISTS ${store.database}`);
   await run(`
     CREATE TABLE IF NOT EXISTS schema_migrations

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll } from 'vitest';
-import type { StoreConfig } from '../../src/config.js';
+import type { StoreConfig, StoreLayout } from '../../src/config.js';
 import { openStore, type Store } from '../../src/storage/gateway.js';
 import { migrate } from '../../src/storage/migrate.js';
 
@@ -13,6 +13,12 @@ import { migrate } from '../../src/storage/migrate.js';
  * fresh database each.
  */
 
+/**
+ * VULNDB_TEST_LAYOUT=cluster: stores in the cluster layout (CLICKHOUSE_LAYOUT, docs/SCALING.md),
+ * their parts left unmerged (keepUnmerged) so that every read meets several versions of a key.
+ */
+export const TEST_LAYOUT: StoreLayout = process.env.VULNDB_TEST_LAYOUT === 'cluster' ? 'cluster' : 'single';
+
 let dir: string | undefined;
 const opened: Store[] = [];
 
@@ -21,14 +27,37 @@ export function testDataDir(): string {
   return dir;
 }
 
-export function testStoreConfig(database = `t_${randomUUID().replace(/-/g, '')}`): StoreConfig {
+export function testStoreConfig(database = `t_${randomUUID().replace(/-/g, '')}`, layout = TEST_LAYOUT): StoreConfig {
   return {
     url: undefined,
     database,
     user: 'default',
     password: '',
     embeddedPath: path.join(testDataDir(), 'clickhouse'),
+    layout,
   };
+}
+
+/**
+ * In the cluster layout, after migrations: no part of the tables that exist is merged in the
+ * background (SYSTEM STOP MERGES, for the whole engine of this test process) and an insert keeps
+ * its duplicate keys (optimize_on_insert = 0, in the store's session), so that reads meet every
+ * version a cluster replica may hold before its merges. Nothing in the single layout.
+ */
+export async function keepUnmerged(store: Store): Promise<void> {
+  if (store.layout !== 'cluster') return;
+  await store.command('SET optimize_on_insert = 0');
+  await store.command('SYSTEM STOP MERGES');
+}
+
+/**
+ * A test's DELETE of rows. In the cluster layout the table is a MergeTree, where a DELETE is a
+ * mutation, which waits for the merges keepUnmerged stopped: they run for this table meanwhile.
+ */
+export async function deleteRows(store: Store, table: string, where: string, params: Record<string, unknown>): Promise<void> {
+  if (store.layout === 'cluster') await store.command(`SYSTEM START MERGES ${table}`);
+  await store.command(`DELETE FROM ${table} WHERE ${where}`, params);
+  if (store.layout === 'cluster') await store.command(`SYSTEM STOP MERGES ${table}`);
 }
 
 /** A migrated store on a database of its own. */
@@ -36,6 +65,7 @@ export async function freshStore(): Promise<Store> {
   const store = await openStore(testStoreConfig());
   opened.push(store);
   await migrate(store);
+  await keepUnmerged(store);
   return store;
 }
 

@@ -8,7 +8,7 @@ import { bundlesQueue, checksQueue } from '../../src/queue/producer.js';
 import type { Queue } from 'bullmq';
 import type { RedisNames } from '../../src/queue/redis.js';
 import { startService, type Service, type ServiceOptions } from '../../src/service.js';
-import { testDataDir, testStoreConfig } from './engine.js';
+import { keepUnmerged, testDataDir, testStoreConfig } from './engine.js';
 import { worked } from './reports.js';
 
 /**
@@ -65,6 +65,7 @@ export async function startTestService(
     ...(opts.now ? { now: opts.now } : {}),
     ...(opts.notifications ? { notifications: opts.notifications } : {}),
   });
+  await keepUnmerged(service.store);
   const queue = service.queue ?? checksQueue(service.redis, names);
   const bulk = bundlesQueue(service.redis, names);
 

@@ -78,20 +78,21 @@ export async function scoreMismatches(store: Store) {
 
 /**
  * What the tables of sql/0012 hold (what findings pages show besides their rows), in a stable
- * order and in the shape contextFromHistory recomputes.
+ * order and in the shape contextFromHistory recomputes: the latest version of each key in the
+ * cluster layout.
  */
 export async function storedContext(store: Store) {
   const latest = await store.query<Record<string, unknown>>(
     `SELECT toString(finding_id) AS finding, toUInt32(time) AS t, check_id, pos, toString(source_id) AS source, source_name,
             component, options, details, impact_details, resources, affected_resource_string
-     FROM finding_latest_events ORDER BY finding`,
+     FROM ${store.keyed.latest('finding_latest_events')} ORDER BY finding`,
   );
   const issues = await store.query<Record<string, unknown>>(
     `SELECT toString(id) AS issue, summary, description, cwe_id, recommendations, reference_links, labels
-     FROM issue_objects ORDER BY issue`,
+     FROM ${store.keyed.latest('issue_objects')} ORDER BY issue`,
   );
   const targets = await store.query<Record<string, unknown>>(
-    'SELECT toString(id) AS target, identifier, teams FROM target_objects ORDER BY target',
+    `SELECT toString(id) AS target, identifier, teams FROM ${store.keyed.latest('target_objects')} ORDER BY target`,
   );
   const totals = await store.query<Record<string, unknown>>(
     `SELECT scope, sum(open) AS open_n, sum(fixed) AS fixed_n FROM finding_totals
@@ -99,7 +100,7 @@ export async function storedContext(store: Store) {
   );
   // The same sums kept by key (sql/0014) as of their last rewrite (src/findings/totals.ts).
   const totalValues = await store.query<Record<string, unknown>>(
-    'SELECT scope, open AS open_n, fixed AS fixed_n FROM finding_total_values WHERE open != 0 OR fixed != 0 ORDER BY scope',
+    `SELECT scope, open AS open_n, fixed AS fixed_n FROM ${store.keyed.latest('finding_total_values')} WHERE open != 0 OR fixed != 0 ORDER BY scope`,
   );
   return { latest, issues, targets, totals, totalValues };
 }

@@ -1,0 +1,34 @@
+import type { StoreLayout } from '../config.js';
+
+/**
+ * How statements read the key-value tables of sql/0012 and sql/0014 (finding_latest_events,
+ * issue_objects, target_objects, finding_total_values) in the store's layout (CLICKHOUSE_LAYOUT).
+ * Single: EmbeddedRocksDB tables, one value per key, joined by direct key lookups. Cluster: the
+ * same tables as ReplacingMergeTree (src/storage/cluster.ts), where every write of a key is a
+ * version until a merge, and a read takes the latest (FINAL: the last insert of a key wins, as a
+ * RocksDB write does). Statements are written once with these fragments; nothing outside
+ * src/storage knows the layout.
+ */
+export interface KeyedTables {
+  /** The table read whole or filtered by its own WHERE: `t`, or `t FINAL` (so no alias can follow). */
+  latest(table: string): string;
+  /**
+   * The table to join by `key`, for rows whose keys `keys` (an SQL set: a bound array or a subquery)
+   * holds: the table itself (direct lookups), or the latest version of each of those keys.
+   */
+  byKeys(table: string, key: string, keys: string): string;
+  /** The SETTINGS that join byKeys() tables: direct lookups, or a hash join of the few rows read (one thread). */
+  readonly joinSettings: string;
+}
+
+export function keyedTables(layout: StoreLayout): KeyedTables {
+  if (layout === 'single') {
+    return { latest: (table) => table, byKeys: (table) => table, joinSettings: "join_algorithm = 'direct'" };
+  }
+  return {
+    latest: (table) => `${table} FINAL`,
+    byKeys: (table, key, keys) => `(SELECT * FROM ${table} FINAL WHERE ${key} IN ${keys})`,
+    // One thread: a lookup of a few keys gains nothing from more, and pays for setting them up.
+    joinSettings: "join_algorithm = 'hash', max_threads = 1",
+  };
+}
