@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { bumpAllData } from '../src/cache/data-version.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recomputeFindings, UnknownTarget } from '../src/ingest/recompute.js';
 import { LockTimeout } from '../src/locks/target-locks.js';
@@ -135,7 +136,8 @@ describe('vulndb recompute', () => {
     const result = await recomputeFindings(broken.store, broken.locks, {
       chunkSize: 2,
       onProgress: (p) => progress.push(p.targets),
-      onChanged: async () => void (await broken.redis.incr(keys.dataVersion(broken.names))),
+      // As `vulndb recompute` does: every cached answer, team-scoped ones included, is refreshed.
+      onChanged: () => bumpAllData(broken.redis, broken.names),
     });
 
     expect(result).toMatchObject({ targets: 4, total: 4, versions: 3, statusChanges: 1, latestEvents: 1, orphans: 0 });
