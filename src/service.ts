@@ -4,19 +4,20 @@ import { DataVersion } from './cache/data-version.js';
 import { packageVersion } from './cli/version.js';
 import type { Config } from './config.js';
 import { closeServer } from './http/servers.js';
-import type { BatcherOptions, ReportBatcher } from './ingest/batcher.js';
+import type { ReportBatcher } from './ingest/batcher.js';
 import { TotalsRewriter } from './ingest/totals.js';
 import { CommitGate } from './locks/commit-gate.js';
 import { TargetLocks, type Locks } from './locks/target-locks.js';
 import type { Logger } from './log.js';
 import { notificationsQueue } from './notifications/emit.js';
-import type { NotificationsOptions } from './notifications/worker.js';
 import { QUEUE_BOARD_PATH, startAdmin } from './observability/admin.js';
 import { recordBuildInfo } from './observability/metrics.js';
 import { bundlesQueue, checksQueue } from './queue/producer.js';
 import { defaultRedisNames, requestConnection, whenReady, type RedisNames } from './queue/redis.js';
 import { startApiRole } from './roles/apis.js';
-import type { RoleContext } from './roles/context.js';
+import type { RoleContext, ServiceOptions } from './roles/context.js';
+
+export type { ServiceOptions };
 import { StopDeadline } from './roles/stop-deadline.js';
 import { startWorkerRole } from './roles/worker.js';
 import { gatedStore } from './storage/gated-store.js';
@@ -35,19 +36,6 @@ import { migrate } from './storage/migrate.js';
  * and exiting before the process's hard deadline (src/cli/serve.ts) ends it.
  */
 const stopBudgetMs = (timeoutMs: number) => timeoutMs - Math.min(2000, timeoutMs / 5);
-
-export interface ServiceOptions {
-  api: boolean;
-  worker: boolean;
-  log: Logger;
-  /** Tests use their own Redis key prefixes. */
-  names?: RedisNames;
-  faults?: BatcherOptions['faults'];
-  /** "now" in epoch seconds for the APIs; tests fix it. */
-  now?: () => number;
-  /** Webhook delivery knobs (tests shorten the backoff and the periodic check's interval). */
-  notifications?: NotificationsOptions;
-}
 
 export interface Service {
   store: Store;

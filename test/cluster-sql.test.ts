@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { ClusterSqlError, embeddedRocksDbTables, toClusterSql, toClusterStatement } from '../src/storage/cluster.js';
 import { openStore, type Store } from '../src/storage/gateway.js';
-import { migrate, SQL_DIR, splitStatements } from '../src/storage/migrate.js';
+import { migrate, SQL_DIR } from '../src/storage/migrate.js';
+import { splitStatements } from '../src/storage/statements.js';
 import { testStoreConfig } from './support/engine.js';
 
 /**

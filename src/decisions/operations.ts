@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { METRICS_PREFIX } from '../metrics/app.js';
-import type { Operation } from '../openapi/operations.js';
+import type { Endpoint as Operation } from '../http/endpoint.js';
 import { decisionBody, decisionResponse, decisionsResponse } from './schema.js';
 
 /** The decision routes as the OpenAPI document presents them (SPEC §12.3). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Operation } from '../openapi/operations.js';
+import type { Endpoint as Operation } from '../http/endpoint.js';
 import { IMPORT_FORMAT_NAMES } from './formats.js';
 
 /** POST /imports/{format} as the OpenAPI document presents it (SPEC §13). */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { METRICS_PREFIX } from '../metrics/app.js';
-import type { Operation } from '../openapi/operations.js';
+import type { Endpoint as Operation } from '../http/endpoint.js';
 import { EVENT_TYPES } from './events.js';
 import { subscriptionBody } from './routes.js';
 

@@ -1,4 +1,4 @@
-import { splitStatements } from './migrate.js';
+import { splitStatements } from './statements.js';
 
 /**
  * CLICKHOUSE_CLUSTER (server mode only; docs/SCALING.md): the migrations of sql/ as a ClickHouse

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from '../log.js';
 import type { Store } from './gateway.js';
 import { toClusterStatement } from './cluster.js';
+import { splitStatements } from './statements.js';
 
 /**
  * Applies the numbered SQL files of sql/ in order and records each in the schema_migrations
@@ -27,18 +28,6 @@ export interface Migration {
   name: string;
   checksum: string;
   statements: string[];
-}
-
-/** Splits a migration into statements: each ends with `;` at the end of a line. */
-export function splitStatements(sql: string): string[] {
-  const withoutComments = sql
-    .split('\n')
-    .filter((line) => !line.trimStart().startsWith('--'))
-    .join('\n');
-  return withoutComments
-    .split(/;\s*(?:\n|$)/)
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0);
 }
 
 export function loadMigrations(dir = SQL_DIR): Migration[] {
