@@ -59,3 +59,37 @@ describe('a batch that crashes between table writes', () => {
     },
   );
 });
+
+describe('a report delivered twice, its first job crashing after the events write', () => {
+  it('writes its events once when the second delivery is applied before the first job is retried', async () => {
+    const faults = { crashAfter: 'events' as WriteStep, times: 0 };
+    const svc = await startTestService({ faults });
+    const clean = await startTestService();
+    try {
+      for (const r of first) {
+        await json(svc.postJson('/checks', r), 202);
+        await json(clean.postJson('/checks', r), 202);
+      }
+      await Promise.all([svc.settle(), clean.settle()]);
+      const late = second[2]!;
+      faults.times = 1;
+      const crashed = await svc.queue!.add('report', late);
+      // The crashed job waits for its retry (backoff from 1 s); the same report arrives in another job meanwhile.
+      for (let state = ''; state !== 'delayed'; state = await crashed.getState()) await new Promise((r) => setTimeout(r, 20));
+      const again = await svc.queue!.add('report', late);
+      for (let state = ''; state !== 'completed'; state = await again.getState()) await new Promise((r) => setTimeout(r, 20));
+      expect(await crashed.getState()).toBe('delayed');
+      await svc.settle();
+      await json(clean.postJson('/checks', late), 202);
+      await clean.settle();
+
+      const [expected, actual] = [await snapshot(clean.store), await snapshot(svc.store)];
+      expect(actual.sizes!.events).toBe(actual.sizes!.distinct_events);
+      expect(actual).toEqual(expected);
+      expect((await json(svc.db('/stats/size'))).size).toEqual((await json(clean.db('/stats/size'))).size);
+    } finally {
+      await svc.close();
+      await clean.close();
+    }
+  });
+});

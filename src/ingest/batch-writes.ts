@@ -9,10 +9,10 @@ import { detectionRows, eventRows, issueObjectRows, issueRows, latestEventRow, b
 /**
  * A batch's writes, one insert per table, in commit order: targets → issues → events → findings →
  * sources. A source row marks its report as ingested, so a crash before the last write leaves the
- * report to be processed again; the retry (recovery mode) skips events already written. Each step
- * also writes what pages show of its entities (sql/0012): target and issue objects after the rows
- * they derive from, and the latest FOUND events within the events insert; a retry rewrites them
- * all for the batch's targets, issues and findings.
+ * report to be processed again; every batch skips events already written (a retry, or the same
+ * report in another job). Each step also writes what pages show of its entities (sql/0012): target
+ * and issue objects after the rows they derive from, and the latest FOUND events within the events
+ * insert; a retry rewrites them all for the batch's targets, issues and findings.
  */
 
 export type WriteStep = 'targets' | 'issues' | 'events' | 'findings' | 'sources';
@@ -89,23 +89,24 @@ async function writeIssues(store: Store, w: BatchWrites, counts: BatchCounts): P
   await store.insert('issue_objects', objects);
 }
 
-/** In recovery, the events an earlier attempt wrote are skipped (and their latest ones completed). */
+/**
+ * Events an earlier attempt wrote are skipped (and their latest ones completed), in every batch: a
+ * crashed attempt's report may come back in another job — the same report delivered twice — that
+ * is not in recovery, since recovery is known per job and partial writes are per report.
+ */
 async function writeEvents(store: Store, w: BatchWrites, counts: BatchCounts): Promise<void> {
-  let keep: ((findingId: string, sourceId: string) => boolean) | undefined;
-  if (w.recovery) {
-    const all = eventRows(w.fresh, w.becameLatest);
-    const existing = await q.existingEventIds(
-      store,
-      unique(all.map((e) => e.finding_id)),
-      all.map((e) => e.id),
-    );
-    const written = all.filter((e) => existing.has(e.id));
-    // By the ids hashed above rather than hashing each detection's again.
-    const writtenKeys = new Set(written.map((e) => `${e.finding_id}/${e.source_id}`));
-    keep = (findingId, sourceId) => !writtenKeys.has(`${findingId}/${sourceId}`);
-    // A latest event written by the earlier attempt may not have reached finding_latest_events.
-    await store.insert('finding_latest_events', written.filter((e) => e.became_latest === 1).map(latestEventRow));
-  }
+  const all = eventRows(w.fresh, w.becameLatest);
+  const existing = await q.existingEventIds(
+    store,
+    unique(all.map((e) => e.finding_id)),
+    all.map((e) => e.id),
+  );
+  const written = all.filter((e) => existing.has(e.id));
+  // By the ids hashed above rather than hashing each detection's again.
+  const writtenKeys = new Set(written.map((e) => `${e.finding_id}/${e.source_id}`));
+  const keep = writtenKeys.size === 0 ? undefined : (findingId: string, sourceId: string) => !writtenKeys.has(`${findingId}/${sourceId}`);
+  // A latest event written by the earlier attempt may not have reached finding_latest_events.
+  if (written.length > 0) await store.insert('finding_latest_events', written.filter((e) => e.became_latest === 1).map(latestEventRow));
   const rows = detectionRows(w.fresh, w.becameLatest, keep);
   counts.events = rows.reduce((n, r) => n + r.finding_ids.length, 0);
   await store.insert('report_detections', rows);
