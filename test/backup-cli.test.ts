@@ -1,36 +1,18 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCatalog, reports as catalog } from './support/api-catalog.js';
 import { testDataDir } from './support/engine.js';
 import { startTestService, type TestService } from './support/service.js';
+import { runVulndb } from './support/cli-run.js';
 
 /**
  * `vulndb backup` asks the running service through its admin listener; `vulndb restore` fills an
  * empty data folder of its own (SPEC §14), and refuses one that holds data (exit 1).
  */
 
-const exec = promisify(execFile);
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function vulndb(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  // No Redis: neither command needs it (embedded mode), and no one else's keys are touched.
-  const options = { env: { ...process.env, LOG_LEVEL: 'error', REDIS_URL: 'redis://127.0.0.1:1', ...env }, timeout: 90_000 };
-  try {
-    const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], options);
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+// No Redis by default: neither command needs it (embedded mode), and no one else's keys are touched.
+const vulndb = (args: string[], env: Record<string, string> = {}) => runVulndb(args, env, 90_000);
 
 let svc: TestService;
 const snap = () => path.join(testDataDir(), 'cli-snapshot');

@@ -11,6 +11,7 @@ import { formatDuration, importRate } from '../src/cli/progress.js';
 import { BUNDLE_MAX_REPORTS, BUNDLE_SIZE } from '../src/queue/contract.js';
 import { report, V } from './support/reports.js';
 import { REDIS_URL, startTestService, type TestService } from './support/service.js';
+import { runVulndb } from './support/cli-run.js';
 
 /**
  * The `vulndb` command as a process (`node --import tsx src/cli/main.ts …`): exit codes 0 (done),
@@ -20,24 +21,8 @@ import { REDIS_URL, startTestService, type TestService } from './support/service
  */
 
 const exec = promisify(execFile);
-const NO_REDIS = 'redis://127.0.0.1:1';
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function vulndb(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const options = { env: { ...process.env, LOG_LEVEL: 'error', REDIS_URL: NO_REDIS, ...env }, timeout: 60_000 };
-  try {
-    const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], options);
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const vulndb = runVulndb;
 
 const r = (id: string, target: string) => report({ check_id: id, target, end_time: '2024-01-01 10:00:00', vulnerabilities: [V] });
 
