@@ -12,6 +12,7 @@ import { docsRoutes } from './openapi/routes.js';
 import { sourceRoutes } from './sources/routes.js';
 import { dbApiBody, dbErrors } from './errors.js';
 import { errorMiddleware } from './http/error-middleware.js';
+import { HEALTH_ENDPOINTS } from './health/endpoints.js';
 import { healthRoutes } from './health/routes.js';
 import { allowSameHostOrigins } from './http/cors.js';
 import { ignoreTrailingSlash, limitQueryParams, mountRoutes } from './http/middleware.js';
@@ -85,7 +86,7 @@ export function createDbApi(deps: DbApiDeps): Koa {
       ...(deps.onTeamsChanged ? { onTeamsChanged: deps.onTeamsChanged } : {}),
     }),
     statsRoutes(api),
-    healthRoutes({ store: deps.store }),
+    healthRoutes({ store: deps.store, endpoint: HEALTH_ENDPOINTS.database, unavailable: dbErrors.unavailable }),
     docsRoutes(api),
   ];
   mountRoutes(app, routers, dbErrors);

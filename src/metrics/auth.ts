@@ -1,5 +1,5 @@
 import { authenticate as verifyBearer, type Caller } from '../auth/tokens.js';
-import { metricsErrors } from './errors.js';
+import { metricsErrors } from '../errors.js';
 import type { TokenKeys } from './keys.js';
 
 /**
