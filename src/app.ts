@@ -18,7 +18,7 @@ import { allowSameHostOrigins } from './http/cors.js';
 import { ignoreTrailingSlash, limitQueryParams, mountRoutes } from './http/middleware.js';
 import { useLinearQuery } from './http/query.js';
 import type { Logger } from './log.js';
-import type { TokenKeys } from './metrics/keys.js';
+import type { TokenKeys } from './auth/keys.js';
 import { statsRoutes } from './stats/routes.js';
 import { DEFAULT_SLA_POLICY, type SlaPolicy, slaVariant } from './sla/policy.js';
 import type { Store } from './storage/gateway.js';

@@ -1,7 +1,7 @@
 import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DataVersion } from './cache/data-version.js';
-import { packageVersion } from './cli/version.js';
+import { packageVersion } from './version.js';
 import type { Config } from './config.js';
 import { closeServer } from './http/servers.js';
 import type { ReportBatcher } from './ingest/batcher.js';
@@ -10,7 +10,7 @@ import { CommitGate } from './locks/commit-gate.js';
 import { TargetLocks, type Locks } from './locks/target-locks.js';
 import type { Logger } from './log.js';
 import { notificationsQueue } from './notifications/emit.js';
-import { QUEUE_BOARD_PATH, startAdmin } from './observability/admin.js';
+import { QUEUE_BOARD_PATH, startAdmin } from './admin/server.js';
 import { recordBuildInfo } from './observability/metrics.js';
 import { bundlesQueue, checksQueue } from './queue/producer.js';
 import { defaultRedisNames, requestConnection, whenReady, type RedisNames } from './queue/redis.js';
@@ -103,7 +103,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names), notificationsQueue(redis, names)];
   recordBuildInfo({ version: packageVersion(), commit: config.commit });
   // Embedded mode: the process owning the data folder takes snapshots. Behind ADMIN_TOKEN, when set,
-  // like every admin route but the probes (src/observability/admin-access.ts).
+  // like every admin route but the probes (src/admin/access.ts).
   const backup = { store, gate, log: log.child({ component: 'backup' }) };
   const admin = await startAdmin(
     { store, redis, queues: boardQueues, log, token: config.admin.token, ...(store.mode === 'embedded' ? { backup } : {}) },

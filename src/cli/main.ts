@@ -1,7 +1,7 @@
 import { Command, CommanderError, Help, Option } from 'commander';
 import { CliError, EXIT, EXIT_HELP } from './exit.js';
 import { tokenCommand } from './token.js';
-import { packageVersion } from './version.js';
+import { packageVersion } from '../version.js';
 
 /**
  * The `vulndb` command: run the service, apply migrations, import reports, and the operator

@@ -9,7 +9,7 @@ import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
 import { authenticate } from './auth.js';
 import { ResponseCache, type CacheSettings } from '../cache/response-cache.js';
-import type { TokenKeys } from './keys.js';
+import type { TokenKeys } from '../auth/keys.js';
 import { METRICS_PREFIX } from './endpoints.js';
 import { metricRoutes } from './routes.js';
 import { DEFAULT_SLA_POLICY, type SlaPolicy, slaVariant } from '../sla/policy.js';
@@ -45,7 +45,7 @@ export const metricsBody: ErrorRenderer = (err) => ({
 export interface MetricsApiDeps {
   store: Store;
   log: Logger;
-  /** Token verification keys (src/metrics/keys.ts). */
+  /** Token verification keys (src/auth/keys.ts). */
   keys: TokenKeys;
   /** Redis read-through cache of responses; without it every answer is computed. */
   cache?: CacheSettings | undefined;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { safeText } from '../domain/text.js';
 import { isUuid } from '../domain/uuid.js';
-import { EVENT_TYPES } from './events.js';
+import { EVENT_TYPES } from '../queue/contract.js';
 
 /** The bodies of the webhook endpoints (SPEC §9.1). */
 

@@ -8,7 +8,7 @@ import { nowSeconds } from '../domain/time.js';
 import { answerClientErrors } from '../http/client-errors.js';
 import { closeServer, listen } from '../http/servers.js';
 import { createMetricsApi } from '../metrics/app.js';
-import { describeKeys, tokenKeys } from '../metrics/keys.js';
+import { describeKeys, tokenKeys } from '../auth/keys.js';
 import { findingLocks } from '../locks/target-locks.js';
 import type { RoleContext, Stoppable } from './context.js';
 import type { StopDeadline } from './stop-deadline.js';
