@@ -5,6 +5,7 @@ import { ResponseCache, type CacheSettings } from './cache/response-cache.js';
 import { checkRoutes } from './checks/routes.js';
 import { importRoutes } from './imports/routes.js';
 import { nowSeconds } from './domain/time.js';
+import { parentFindingRoutes } from './findings/parent-routes.js';
 import { findingRoutes } from './findings/routes.js';
 import type { ApiContext } from './http/context.js';
 import { issueRoutes } from './issues/routes.js';
@@ -77,6 +78,7 @@ export function createDbApi(deps: DbApiDeps): Koa {
     findingRoutes(api),
     sourceRoutes(api),
     issueRoutes(api),
+    parentFindingRoutes(api),
     targetRoutes({
       ...api,
       maxBodyBytes: deps.maxReportBytes,

@@ -1,6 +1,6 @@
 import { CHECK_ENDPOINTS } from '../checks/endpoints.js';
 import { DECISION_ENDPOINTS } from '../decisions/endpoints.js';
-import { FINDING_ENDPOINTS } from '../findings/endpoints.js';
+import { FINDING_ENDPOINTS, ISSUE_FINDING_ENDPOINTS, SOURCE_FINDING_ENDPOINTS, TARGET_FINDING_ENDPOINTS } from '../findings/endpoints.js';
 import { HEALTH_ENDPOINTS } from '../health/endpoints.js';
 import type { Endpoint } from '../http/endpoint.js';
 import { IMPORT_ENDPOINTS } from '../imports/endpoints.js';
@@ -23,8 +23,11 @@ import { TARGET_ENDPOINTS } from '../targets/endpoints.js';
 export const dbOperations: Endpoint[] = [
   ...Object.values(FINDING_ENDPOINTS),
   ...Object.values(SOURCE_ENDPOINTS),
+  ...Object.values(SOURCE_FINDING_ENDPOINTS),
   ...Object.values(ISSUE_ENDPOINTS),
+  ...Object.values(ISSUE_FINDING_ENDPOINTS),
   ...Object.values(TARGET_ENDPOINTS),
+  ...Object.values(TARGET_FINDING_ENDPOINTS),
   ...Object.values(STAT_ENDPOINTS),
   ...Object.values(CHECK_ENDPOINTS),
   ...Object.values(IMPORT_ENDPOINTS),
