@@ -1,7 +1,7 @@
 import { nowSeconds } from '../domain/time.js';
 import type { Store } from '../storage/gateway.js';
 import { nextFindingRow, type FindingRow, type FindingState } from './finding-state.js';
-import { extendPair, groupBy, groupPairs, rebuildPair, reportsFinding, type Pair } from './derive.js';
+import { extendPair, groupBy, groupPairs, pairReports, rebuildPair, type Pair } from './derive.js';
 import { compareRank, type DetectionRank, type NormalizedReport } from './normalize.js';
 import type { FamilySource } from './periods.js';
 import * as q from './queries.js';
@@ -164,8 +164,7 @@ async function detectedFindings(
  */
 async function derivePeriods(store: Store, pairs: Pair[], states: Map<string, FindingState>, slices: TimeSlices): Promise<void> {
   const byTarget = groupBy(states.values(), (s) => s.targetId);
-  const candidates = (p: Pair) =>
-    (byTarget.get(p.targetId) ?? []).filter((s) => s.familyPeriods.has(p.familyId) || p.reports.some((r) => reportsFinding(r, s.id)));
+  const candidates = (p: Pair) => (byTarget.get(p.targetId) ?? []).filter((s) => s.familyPeriods.has(p.familyId) || pairReports(p, s.id));
   const slow = pairs.filter((p) => !p.fast);
   let storedSources = new Map<string, FamilySource[]>();
   const storedReporters = new Map<string, Set<string>>();
