@@ -69,7 +69,8 @@ async function openMigratedStore(config: Config, log: Logger): Promise<Store> {
   return store;
 }
 
-export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
+/** What every role of the process shares: the store behind the backup gate, Redis, locks, totals, the data version. */
+async function sharedContext(config: Config, opts: ServiceOptions): Promise<RoleContext> {
   const { log } = opts;
   const names = opts.names ?? defaultRedisNames;
   // Closed while a snapshot is taken (src/backup): every write of the process passes it.
@@ -79,7 +80,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   if (!(await whenReady(redis))) log.warn('Redis is not answering yet; queueing and caching wait for it', { url: config.redisUrl });
   // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
   const locks = new TargetLocks(redis, names, config.jobs.lockMs);
-  const shared: RoleContext = {
+  return {
     config,
     opts,
     log,
@@ -93,13 +94,11 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' })),
     gate,
   };
+}
 
-  const worker = opts.worker ? startWorkerRole(shared) : undefined;
-  const queue = opts.api ? checksQueue(redis, names) : undefined;
-  const apis = queue ? await startApiRole(shared, queue) : undefined;
-  if (apis) log.info('APIs listening', { database: apis.dbApiUrl, metrics: apis.metricsApiUrl });
-
-  // Every process, whatever its roles, can be watched and probed.
+/** Every process, whatever its roles, can be watched and probed: the admin listener and the queues its board shows. */
+async function startAdminListener(shared: RoleContext, queue: Queue | undefined) {
+  const { config, store, redis, names, log, gate } = shared;
   const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names), notificationsQueue(redis, names)];
   recordBuildInfo({ version: packageVersion(), commit: config.commit });
   // Embedded mode: the process owning the data folder takes snapshots. Behind ADMIN_TOKEN, when set,
@@ -111,6 +110,17 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     config.admin.host,
   );
   log.info('admin listening', { metrics: `${admin.url}/metrics`, ready: `${admin.url}/readyz`, queues: `${admin.url}${QUEUE_BOARD_PATH}` });
+  return { admin, boardQueues };
+}
+
+export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
+  const shared = await sharedContext(config, opts);
+  const { log, store, redis, names } = shared;
+  const worker = opts.worker ? startWorkerRole(shared) : undefined;
+  const queue = opts.api ? checksQueue(redis, names) : undefined;
+  const apis = queue ? await startApiRole(shared, queue) : undefined;
+  if (apis) log.info('APIs listening', { database: apis.dbApiUrl, metrics: apis.metricsApiUrl });
+  const { admin, boardQueues } = await startAdminListener(shared, queue);
 
   let closing: Promise<void> | undefined;
   const close = () =>
