@@ -6,7 +6,7 @@ import type { Store } from '../storage/gateway.js';
 import { StoreError } from '../storage/store-errors.js';
 import type { NormalizedReport } from './normalize.js';
 import { Interned } from './interned.js';
-import { prepareChecked, prepareReport, type Prepared } from './prepare.js';
+import { prepareChecked, prepareReport, type Prepared, ReportRejected } from './prepare.js';
 import type { FinishedReport } from '../queue/contract.js';
 import type { CommitGate } from '../locks/commit-gate.js';
 import type { HeldLocks, Locks } from '../locks/target-locks.js';
@@ -31,14 +31,6 @@ export interface JobLike {
 }
 
 export type JobOutcome = { outcome: 'ingested' | 'duplicate' } | { outcome: 'ignored'; reason: string };
-
-/** The job's report is invalid: it must fail without retry. */
-export class ReportRejected extends Error {
-  constructor(reason: string) {
-    super(reason);
-    this.name = 'ReportRejected';
-  }
-}
 
 export interface BatcherOptions {
   store: Store;

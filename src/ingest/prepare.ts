@@ -12,6 +12,14 @@ export type Prepared =
   | { kind: 'ignored'; reason: string }
   | { kind: 'invalid'; reason: string };
 
+/** The job's report is invalid: it must fail without retry. */
+export class ReportRejected extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'ReportRejected';
+  }
+}
+
 export interface PrepareOptions {
   maxEventAgeDays: number;
   now: number;
