@@ -21,7 +21,7 @@ export type { ServiceOptions };
 import { StopDeadline } from './roles/stop-deadline.js';
 import { startWorkerRole } from './roles/worker.js';
 import { gatedStore } from './storage/gated-store.js';
-import { openStore, type Store } from './storage/gateway.js';
+import { openStore, ownsItsData, type Store } from './storage/gateway.js';
 import { migrate } from './storage/migrate.js';
 
 /**
@@ -64,7 +64,7 @@ async function openMigratedStore(config: Config, log: Logger): Promise<Store> {
   log.info('store ready', {
     mode: store.mode,
     database: store.database,
-    ...(store.mode === 'embedded' ? { path: config.store.embeddedPath } : {}),
+    ...(ownsItsData(store) ? { path: config.store.embeddedPath } : {}),
   });
   return store;
 }
@@ -105,7 +105,7 @@ async function startAdminListener(shared: RoleContext, queue: Queue | undefined)
   // like every admin route but the probes (src/admin/access.ts).
   const backup = { store, gate, log: log.child({ component: 'backup' }) };
   const admin = await startAdmin(
-    { store, redis, queues: boardQueues, log, token: config.admin.token, ...(store.mode === 'embedded' ? { backup } : {}) },
+    { store, redis, queues: boardQueues, log, token: config.admin.token, ...(ownsItsData(store) ? { backup } : {}) },
     config.admin.port,
     config.admin.host,
   );

@@ -19,7 +19,7 @@ const directLine = (p: DirectProgress, total: number | undefined, seconds: numbe
 async function openIngest(cfg: Config) {
   const [
     { createLogger },
-    { openStore },
+    { openStore, ownsItsData },
     { migrate },
     { ReportBatcher },
     { ProcessLocks, TargetLocks },
@@ -43,13 +43,13 @@ async function openIngest(cfg: Config) {
   // A shared server needs the workers' locks, in Redis.
   const redis = requestConnection(cfg.redisUrl);
   const redisUp = await whenReady(redis, 2000);
-  if (store.mode === 'server' && !redisUp) {
+  if (!ownsItsData(store) && !redisUp) {
     redis.disconnect();
     await store.close();
     throw new CliError(`--direct against a ClickHouse server needs Redis (target locks) at ${cfg.redisUrl}`, EXIT.failed);
   }
   const concurrency = directBatchesInFlight(cfg.ingest.concurrency);
-  const locks = store.mode === 'embedded' ? new ProcessLocks() : new TargetLocks(redis, defaultRedisNames);
+  const locks = ownsItsData(store) ? new ProcessLocks() : new TargetLocks(redis, defaultRedisNames);
   const batcher = new ReportBatcher({
     store,
     locks,
@@ -60,7 +60,8 @@ async function openIngest(cfg: Config) {
     maxEventAgeDays: cfg.ingest.maxEventAgeDays,
     log,
   });
-  return { store, redis, redisUp, batcher, maxInFlight: concurrency * cfg.ingest.batchSize, names: defaultRedisNames };
+  const into = ownsItsData(store) ? cfg.store.embeddedPath : cfg.store.url;
+  return { store, redis, redisUp, batcher, maxInFlight: concurrency * cfg.ingest.batchSize, names: defaultRedisNames, into };
 }
 
 type Ingest = Awaited<ReturnType<typeof openIngest>>;
@@ -105,8 +106,7 @@ export async function directImport(inputs: string[], options: DocumentOptions | 
   const [ingest, { importDirect }] = await Promise.all([openIngest(cfg), import('./import.js')]);
   const progress = progressShower();
   if (total !== undefined) {
-    const into = ingest.store.mode === 'embedded' ? cfg.store.embeddedPath : cfg.store.url;
-    progress.show(`importing ${formatBytes(total)} directly into ${into}`, true);
+    progress.show(`importing ${formatBytes(total)} directly into ${ingest.into}`, true);
   }
   const started = performance.now();
   const elapsed = () => (performance.now() - started) / 1000;

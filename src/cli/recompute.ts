@@ -101,16 +101,23 @@ async function report(
 }
 
 async function recompute(cfg: Config, opts: { target?: string; json?: boolean }): Promise<void> {
-  const [{ createLogger }, { openStore }, { migrate }, { recomputeFindings, UnknownTarget }, locksModule, redisModule, { bumpAllData }] =
-    await Promise.all([
-      import('../log.js'),
-      import('../storage/gateway.js'),
-      import('../storage/migrate.js'),
-      import('../ingest/recompute.js'),
-      import('../locks/target-locks.js'),
-      import('../queue/redis.js'),
-      import('../cache/data-version.js'),
-    ]);
+  const [
+    { createLogger },
+    { openStore, ownsItsData },
+    { migrate },
+    { recomputeFindings, UnknownTarget },
+    locksModule,
+    redisModule,
+    { bumpAllData },
+  ] = await Promise.all([
+    import('../log.js'),
+    import('../storage/gateway.js'),
+    import('../storage/migrate.js'),
+    import('../ingest/recompute.js'),
+    import('../locks/target-locks.js'),
+    import('../queue/redis.js'),
+    import('../cache/data-version.js'),
+  ]);
   const { ProcessLocks, TargetLocks, LockTimeout } = locksModule;
   const { defaultRedisNames, requestConnection, whenReady } = redisModule;
   const log = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
@@ -121,12 +128,12 @@ async function recompute(cfg: Config, opts: { target?: string; json?: boolean })
     await migrate(store, log);
     redisUp = await whenReady(redis, 2000);
     // An embedded data folder belongs to this process alone; a shared server needs the workers' locks.
-    if (store.mode === 'server' && !redisUp) {
+    if (!ownsItsData(store) && !redisUp) {
       process.stderr.write(`recompute against a ClickHouse server needs Redis (target locks) at ${cfg.redisUrl}\n`);
       process.exitCode = EXIT.failed;
       return;
     }
-    const locks = store.mode === 'embedded' ? new ProcessLocks() : new TargetLocks(redis, defaultRedisNames);
+    const locks = ownsItsData(store) ? new ProcessLocks() : new TargetLocks(redis, defaultRedisNames);
     const version = dataVersionBumper(redis, redisUp, (r) => bumpAllData(r, defaultRedisNames));
     await report(cfg, opts, version, (onProgress) =>
       recomputeFindings(store, locks, {

@@ -79,6 +79,13 @@ export interface Store {
 }
 
 /**
+ * Whether this process alone reads and writes the store's data (the embedded engine's folder):
+ * then its own locks suffice and its snapshots are its to take. Against a server, other processes
+ * write too. The one question outside src/storage may ask about the mode.
+ */
+export const ownsItsData = (store: Pick<Store, 'mode'>): boolean => store.mode === 'embedded';
+
+/**
  * One INSERT statement with its rows inline, as JSONColumns (one array per column, in the column
  * order of the first row). Building the text once is much cheaper than the client's row stream,
  * which the embedded adapter concatenates back into one string anyway, and the columnar form
