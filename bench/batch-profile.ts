@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { ingestBatch } from '../src/ingest/batch.js';
+import { Interned } from '../src/ingest/interned.js';
 import { prepareReport } from '../src/ingest/prepare.js';
 import type { NormalizedReport } from '../src/ingest/normalize.js';
 import { openStore, type Store } from '../src/storage/gateway.js';
@@ -69,8 +70,10 @@ const store = await openStore({
 });
 const { targets, scans } = SCALES[SCALE];
 const reports = syntheticReports({ targets, scans: scans + 100, churn: 0.01, skipScans: scans });
+// As the worker's batcher holds them: one set of shared texts for the reports and the findings loaded.
+const interned = new Interned();
 const next = (): NormalizedReport => {
-  const prepared = prepareReport(reports.next().value!, { maxEventAgeDays: 0, now: nowSeconds() });
+  const prepared = prepareReport(reports.next().value!, { maxEventAgeDays: 0, now: nowSeconds(), interned });
   if (prepared.kind !== 'report') throw new Error(`unexpected ${prepared.kind} report`);
   return prepared.report;
 };
@@ -80,7 +83,7 @@ for (const size of SIZES) {
   const batch = Array.from({ length: size }, next);
   const log: Timed[] = [];
   const t = performance.now();
-  const result = await ingestBatch(timedStore(store, log), batch);
+  const result = await ingestBatch(timedStore(store, log), batch, { interned });
   const totalMs = performance.now() - t;
   const statementsMs = log.reduce((n, s) => n + s.ms, 0);
   console.log(

@@ -33,7 +33,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { tokenKeys } from '../src/metrics/keys.js';
+import { tokenKeys } from '../src/auth/keys.js';
 import { signJwt } from '../src/metrics/sign.js';
 import { dataDirOf, LARGE_TEAM, openDataset, SCALES, SMALL_TEAM, type Dataset, type Scale } from './lib/dataset.js';
 import { startIngestion } from './lib/load-ingest.js';

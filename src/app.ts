@@ -5,6 +5,7 @@ import { ResponseCache, type CacheSettings } from './cache/response-cache.js';
 import { checkRoutes } from './checks/routes.js';
 import { importRoutes } from './imports/routes.js';
 import { nowSeconds } from './domain/time.js';
+import { parentFindingRoutes } from './findings/parent-routes.js';
 import { findingRoutes } from './findings/routes.js';
 import type { ApiContext } from './http/context.js';
 import { issueRoutes } from './issues/routes.js';
@@ -12,12 +13,13 @@ import { docsRoutes } from './openapi/routes.js';
 import { sourceRoutes } from './sources/routes.js';
 import { dbApiBody, dbErrors } from './errors.js';
 import { errorMiddleware } from './http/error-middleware.js';
+import { HEALTH_ENDPOINTS } from './health/endpoints.js';
 import { healthRoutes } from './health/routes.js';
 import { allowSameHostOrigins } from './http/cors.js';
 import { ignoreTrailingSlash, limitQueryParams, mountRoutes } from './http/middleware.js';
 import { useLinearQuery } from './http/query.js';
 import type { Logger } from './log.js';
-import type { TokenKeys } from './metrics/keys.js';
+import type { TokenKeys } from './auth/keys.js';
 import { statsRoutes } from './stats/routes.js';
 import { DEFAULT_SLA_POLICY, type SlaPolicy, slaVariant } from './sla/policy.js';
 import type { Store } from './storage/gateway.js';
@@ -76,6 +78,7 @@ export function createDbApi(deps: DbApiDeps): Koa {
     findingRoutes(api),
     sourceRoutes(api),
     issueRoutes(api),
+    parentFindingRoutes(api),
     targetRoutes({
       ...api,
       maxBodyBytes: deps.maxReportBytes,
@@ -85,7 +88,7 @@ export function createDbApi(deps: DbApiDeps): Koa {
       ...(deps.onTeamsChanged ? { onTeamsChanged: deps.onTeamsChanged } : {}),
     }),
     statsRoutes(api),
-    healthRoutes({ store: deps.store }),
+    healthRoutes({ store: deps.store, endpoint: HEALTH_ENDPOINTS.database, unavailable: dbErrors.unavailable }),
     docsRoutes(api),
   ];
   mountRoutes(app, routers, dbErrors);

@@ -216,13 +216,8 @@ function isLoopback(host: string): boolean {
   return isIPv4(v4) && v4.startsWith('127.');
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
-    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
-  }
-  const e = parsed.data;
+/** The rules between variables, which the schema of each one cannot state. */
+function checkCombinations(e: z.infer<typeof envSchema>): void {
   if (e.PAGE_SIZE_DEFAULT > e.PAGE_SIZE_MAX) {
     throw new ConfigError('invalid configuration: PAGE_SIZE_DEFAULT must not exceed PAGE_SIZE_MAX');
   }
@@ -240,6 +235,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if ((e.OIDC_ISSUER === undefined) !== (e.OIDC_CLIENT_ID === undefined)) {
     throw new ConfigError('invalid configuration: OIDC_ISSUER and OIDC_CLIENT_ID go together');
   }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  }
+  const e = parsed.data;
+  checkCombinations(e);
   const dataDir = path.resolve(e.DATA_DIR);
   return {
     host: e.HOST,

@@ -1,5 +1,5 @@
 /**
- * The service's error type and the database API's messages. Each API chooses its body shape: the
+ * The service's error type and the messages of both APIs. Each API chooses its body shape: the
  * database API answers `{"message"}` (SPEC §5.2), the metrics API `{"code", "error", "type"}`
  * (SPEC §8.2); src/http/error-middleware.ts renders them, and whatever else is thrown.
  */
@@ -40,6 +40,17 @@ export const dbErrors = {
   unprocessable: (message: string) => new ApiError(422, message),
   queueUnavailable: () => new ApiError(503, 'Queue Unavailable'),
   unavailable: () => new ApiError(503, 'Unavailable'),
+};
+
+/** The metrics API's errors (SPEC §8.2), rendered as `{"code", "error", "type"}` (src/metrics/app.ts). */
+export const metricsErrors = {
+  unauthorized: (message: string) => new ApiError(401, message, 'Unauthorized', { 'WWW-Authenticate': 'Bearer' }),
+  forbidden: (message: string) => new ApiError(403, message, 'Forbidden'),
+  notFound: () => new ApiError(404, 'Record not found', 'Record not found'),
+  methodNotAllowed: () => new ApiError(405, 'Method Not Allowed', 'Method Not Allowed'),
+  malformedId: () => new ApiError(422, 'ID is malformed', 'Validation'),
+  invalidQuery: () => new ApiError(422, 'Invalid query params', 'Validation'),
+  unavailable: () => new ApiError(503, 'Unavailable', 'Unavailable'),
 };
 
 /** How an API renders an error as its response body. */

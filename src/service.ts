@@ -1,7 +1,7 @@
 import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DataVersion } from './cache/data-version.js';
-import { packageVersion } from './cli/version.js';
+import { packageVersion } from './version.js';
 import type { Config } from './config.js';
 import { closeServer } from './http/servers.js';
 import type { ReportBatcher } from './ingest/batcher.js';
@@ -10,7 +10,7 @@ import { CommitGate } from './locks/commit-gate.js';
 import { TargetLocks, type Locks } from './locks/target-locks.js';
 import type { Logger } from './log.js';
 import { notificationsQueue } from './notifications/emit.js';
-import { QUEUE_BOARD_PATH, startAdmin } from './observability/admin.js';
+import { QUEUE_BOARD_PATH, startAdmin } from './admin/server.js';
 import { recordBuildInfo } from './observability/metrics.js';
 import { bundlesQueue, checksQueue } from './queue/producer.js';
 import { defaultRedisNames, requestConnection, whenReady, type RedisNames } from './queue/redis.js';
@@ -21,7 +21,7 @@ export type { ServiceOptions };
 import { StopDeadline } from './roles/stop-deadline.js';
 import { startWorkerRole } from './roles/worker.js';
 import { gatedStore } from './storage/gated-store.js';
-import { openStore, type Store } from './storage/gateway.js';
+import { openStore, ownsItsData, type Store } from './storage/gateway.js';
 import { migrate } from './storage/migrate.js';
 
 /**
@@ -64,12 +64,13 @@ async function openMigratedStore(config: Config, log: Logger): Promise<Store> {
   log.info('store ready', {
     mode: store.mode,
     database: store.database,
-    ...(store.mode === 'embedded' ? { path: config.store.embeddedPath } : {}),
+    ...(ownsItsData(store) ? { path: config.store.embeddedPath } : {}),
   });
   return store;
 }
 
-export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
+/** What every role of the process shares: the store behind the backup gate, Redis, locks, totals, the data version. */
+async function sharedContext(config: Config, opts: ServiceOptions): Promise<RoleContext> {
   const { log } = opts;
   const names = opts.names ?? defaultRedisNames;
   // Closed while a snapshot is taken (src/backup): every write of the process passes it.
@@ -79,7 +80,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   if (!(await whenReady(redis))) log.warn('Redis is not answering yet; queueing and caching wait for it', { url: config.redisUrl });
   // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
   const locks = new TargetLocks(redis, names, config.jobs.lockMs);
-  const shared: RoleContext = {
+  return {
     config,
     opts,
     log,
@@ -93,24 +94,33 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' })),
     gate,
   };
+}
 
-  const worker = opts.worker ? startWorkerRole(shared) : undefined;
-  const queue = opts.api ? checksQueue(redis, names) : undefined;
-  const apis = queue ? await startApiRole(shared, queue) : undefined;
-  if (apis) log.info('APIs listening', { database: apis.dbApiUrl, metrics: apis.metricsApiUrl });
-
-  // Every process, whatever its roles, can be watched and probed.
+/** Every process, whatever its roles, can be watched and probed: the admin listener and the queues its board shows. */
+async function startAdminListener(shared: RoleContext, queue: Queue | undefined) {
+  const { config, store, redis, names, log, gate } = shared;
   const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names), notificationsQueue(redis, names)];
   recordBuildInfo({ version: packageVersion(), commit: config.commit });
   // Embedded mode: the process owning the data folder takes snapshots. Behind ADMIN_TOKEN, when set,
-  // like every admin route but the probes (src/observability/admin-access.ts).
+  // like every admin route but the probes (src/admin/access.ts).
   const backup = { store, gate, log: log.child({ component: 'backup' }) };
   const admin = await startAdmin(
-    { store, redis, queues: boardQueues, log, token: config.admin.token, ...(store.mode === 'embedded' ? { backup } : {}) },
+    { store, redis, queues: boardQueues, log, token: config.admin.token, ...(ownsItsData(store) ? { backup } : {}) },
     config.admin.port,
     config.admin.host,
   );
   log.info('admin listening', { metrics: `${admin.url}/metrics`, ready: `${admin.url}/readyz`, queues: `${admin.url}${QUEUE_BOARD_PATH}` });
+  return { admin, boardQueues };
+}
+
+export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
+  const shared = await sharedContext(config, opts);
+  const { log, store, redis, names } = shared;
+  const worker = opts.worker ? startWorkerRole(shared) : undefined;
+  const queue = opts.api ? checksQueue(redis, names) : undefined;
+  const apis = queue ? await startApiRole(shared, queue) : undefined;
+  if (apis) log.info('APIs listening', { database: apis.dbApiUrl, metrics: apis.metricsApiUrl });
+  const { admin, boardQueues } = await startAdminListener(shared, queue);
 
   let closing: Promise<void> | undefined;
   const close = () =>

@@ -8,7 +8,7 @@ import { closeServer, listen } from '../src/http/servers.js';
 import { findingLocks } from '../src/locks/target-locks.js';
 import { createLogger } from '../src/log.js';
 import { createMetricsApi } from '../src/metrics/app.js';
-import { tokenKeys } from '../src/metrics/keys.js';
+import { tokenKeys } from '../src/auth/keys.js';
 import type { Store } from '../src/storage/gateway.js';
 import { StoreError } from '../src/storage/store-errors.js';
 import { epoch } from './support/api.js';

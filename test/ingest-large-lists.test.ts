@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { NEVER } from '../src/domain/time.js';
 import { ingestBatch } from '../src/ingest/batch.js';
 import { eventRows } from '../src/ingest/rows.js';
+import { Interned } from '../src/ingest/interned.js';
 import * as q from '../src/ingest/queries.js';
 import { prepareReport } from '../src/ingest/prepare.js';
 import { inUuids, PLAIN_LIST_LIMIT } from '../src/storage/bound-lists.js';
@@ -57,12 +58,16 @@ describe('id lists longer than the plain IN form handles well', () => {
   });
 
   it('loads exactly the stored findings asked for among 69,536 ids, with their periods', async () => {
-    const states = await q.loadFindings(store, {
-      targets: [...noise(LARGE), ...targets],
-      ids: [...noise(LARGE), ...findingIds],
-      openFamilies: [],
-      anyFamilies: [],
-    });
+    const states = await q.loadFindings(
+      store,
+      {
+        targets: [...noise(LARGE), ...targets],
+        ids: [...noise(LARGE), ...findingIds],
+        openFamilies: [],
+        anyFamilies: [],
+      },
+      new Interned(),
+    );
     expect([...states.keys()].sort()).toEqual([...findingIds].sort());
     const r1 = states.get(stored[0]!.detections[0]!.findingId)!;
     expect([...r1.familyPeriods.values()]).toEqual([[{ found: stored[0]!.time, fixed: NEVER }]]);

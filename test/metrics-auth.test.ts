@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
 import { createMetricsApi } from '../src/metrics/app.js';
-import { tokenKeys } from '../src/metrics/keys.js';
+import { tokenKeys } from '../src/auth/keys.js';
 import { signJwt } from '../src/metrics/sign.js';
 import { freshStore } from './support/engine.js';
 import { startTestService, type TestService } from './support/service.js';

@@ -8,7 +8,7 @@ import { callerFromClaims } from '../src/auth/tokens.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { createMetricsApi } from '../src/metrics/app.js';
-import { SECRET_FILE, tokenKeys } from '../src/metrics/keys.js';
+import { SECRET_FILE, tokenKeys } from '../src/auth/keys.js';
 import { signJwt } from '../src/metrics/sign.js';
 import { freshStore, testDataDir } from './support/engine.js';
 import { type JwksServer, type ProviderKey, providerKey, providerToken, startJwksServer } from './support/jwks-server.js';

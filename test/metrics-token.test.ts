@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTeams, parseTtl } from '../src/cli/token.js';
-import { dataDirSecret, SECRET_FILE, tokenKeys } from '../src/metrics/keys.js';
+import { dataDirSecret, SECRET_FILE, tokenKeys } from '../src/auth/keys.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageVersion } from '../src/cli/version.js';
+import { packageVersion } from '../src/version.js';
 import { createLogger } from '../src/log.js';
 import { ADMIN_TOKEN, METRICS_SECRET } from './support/metrics.js';
 import { startPrivateRedis, type PrivateRedis } from './support/private-redis.js';

@@ -6,7 +6,7 @@ import { createDbApi } from '../src/app.js';
 import { MAX_QUERY_PARAMS, parseQueryString, tooManyParams } from '../src/http/query.js';
 import { createLogger } from '../src/log.js';
 import { createMetricsApi } from '../src/metrics/app.js';
-import { tokenKeys } from '../src/metrics/keys.js';
+import { tokenKeys } from '../src/auth/keys.js';
 import { ADMIN_TOKEN, METRICS_SECRET, metricsToken } from './support/metrics.js';
 import { json, startTestService, type TestService } from './support/service.js';
 

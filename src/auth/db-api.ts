@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import type { Config } from '../config.js';
 import { dbErrors } from '../errors.js';
-import type { TokenKeys } from '../metrics/keys.js';
+import type { TokenKeys } from './keys.js';
 import { EVERYTHING, mayWrite, scopeOfCaller } from './scope.js';
 import { authenticate, callerOf } from './tokens.js';
 

@@ -4,7 +4,7 @@ import koaJwt from 'koa-jwt';
 import { z } from 'zod';
 import { safeText } from '../domain/text.js';
 import type { ApiError } from '../errors.js';
-import { acceptedAlgorithms, type ClaimNames, DEFAULT_CLAIMS, type TokenKeys } from '../metrics/keys.js';
+import { acceptedAlgorithms, type ClaimNames, DEFAULT_CLAIMS, type TokenKeys } from './keys.js';
 
 /**
  * Bearer token verification (SPEC §8.1), shared by the metrics API and, with DB_API_AUTH=jwt, the

@@ -15,7 +15,7 @@ import { checkSnapshotDir, takeSnapshot, type SnapshotDeps } from './snapshot.js
 
 export const BACKUP_PATH = '/admin/backup';
 
-/** ADMIN_TOKEN, when set, is required by the admin listener's own middleware (src/observability/admin-access.ts). */
+/** ADMIN_TOKEN, when set, is required by the admin listener's own middleware (src/admin/access.ts). */
 export type BackupRouteDeps = SnapshotDeps;
 
 const body = z.object({ dir: z.string().min(1).max(4096) }).strict();

@@ -2,16 +2,18 @@ import Router from '@koa/router';
 import type { Queue } from 'bullmq';
 import { dbErrors } from '../errors.js';
 import { readJsonBody } from '../http/body.js';
+import { routePath } from '../http/endpoint.js';
 import { checkReport, jobDataOf } from '../queue/contract.js';
 import { enqueueReport } from '../queue/producer.js';
 import type { Logger } from '../log.js';
 import { countReports } from '../observability/metrics.js';
+import { CHECK_ENDPOINTS as E } from './endpoints.js';
 
 /** POST /checks (SPEC §3.1): validate a report like the worker will, then enqueue it. */
 export function checkRoutes(deps: { queue: Queue; maxReportBytes: number; log: Logger }): Router {
   const router = new Router();
 
-  router.post('/checks', async (ctx) => {
+  router.post(routePath(E.submit), async (ctx) => {
     const report = await readJsonBody(ctx, deps.maxReportBytes);
     const verdict = checkReport(report);
     if (verdict.kind === 'invalid') {

@@ -1,12 +1,15 @@
 import type { Command } from 'commander';
+import type { Queue } from 'bullmq';
+import type { Config } from '../config.js';
 import { cliConfig } from './config.js';
 import { CliError, EXIT, usageError } from './exit.js';
-import type { DirectProgress, FailedBundles, ImportProgress, ImportSummary } from './import.js';
-import { duplicatesNote, type ProcessedReports, processedReports, processedText } from './import-outcome.js';
+import type { FailedBundles, ImportProgress, ImportSummary } from './import.js';
+import { directImport } from './import-direct.js';
+import { duplicatesNote, printRejections, type ProcessedReports, processedReports, processedText } from './import-outcome.js';
 import { formatBytes, importRate, progressShower } from './progress.js';
 import type { ImportFormatName } from '../imports/formats.js';
-import type { DocumentImport } from './read-documents.js';
-import { checkInputs, DOCUMENT_FILE, inputError } from './read-reports.js';
+import type { DocumentOptions } from './read-documents.js';
+import { checkInputs, DOCUMENT_FILE, readingInputs } from './read-reports.js';
 
 /**
  * The action of `vulndb import`: checks options and inputs (exit 2 before anything is enqueued),
@@ -27,9 +30,6 @@ export interface ImportCommandOptions {
   time?: string;
 }
 
-/** How to read scanner documents, but for the bound the configuration gives. */
-type DocumentOptions = Omit<DocumentImport, 'maxReportBytes'>;
-
 /** The scanner documents to read (`--format sarif|trivy`), or undefined for Vulcan reports; exit 2 on a bad option. */
 async function documentsOf(opts: ImportCommandOptions, command: Command): Promise<DocumentOptions | undefined> {
   if (opts.format === 'vulcan') {
@@ -42,15 +42,6 @@ async function documentsOf(opts: ImportCommandOptions, command: Command): Promis
   return { format: opts.format, ...parsed.params };
 }
 
-type Rejections = { rejected: number; rejections: { origin: string; reason: string }[] };
-
-function printRejections(summary: Rejections) {
-  for (const r of summary.rejections) process.stdout.write(`  rejected ${r.origin}: ${r.reason}\n`);
-  if (summary.rejected > summary.rejections.length) {
-    process.stdout.write(`  … and ${summary.rejected - summary.rejections.length} more rejections\n`);
-  }
-}
-
 function printFailed(failed: FailedBundles) {
   if (failed.count === 0) return;
   process.stdout.write(`  ${failed.count} bundles failed in the worker (vulndb jobs failed --queue checks-bulk lists them):\n`);
@@ -61,16 +52,91 @@ function printFailed(failed: FailedBundles) {
 const queuedLine = (p: ImportProgress, total: number | undefined, seconds: number) =>
   `${importRate(p, total, seconds)}  read ${p.read}  accepted ${p.accepted}  ignored ${p.ignored}  rejected ${p.rejected}`;
 
-const directLine = (p: DirectProgress, total: number | undefined, seconds: number) =>
-  `${importRate(p, total, seconds)}  read ${p.read}  ingested ${p.ingested}  duplicates ${p.duplicates}  ignored ${p.ignored}  rejected ${p.rejected}`;
+/** --bundle-size and --max-pending, checked (exit 2). */
+async function queueOptions(opts: ImportCommandOptions, command: Command) {
+  const { BUNDLE_MAX_REPORTS } = await import('../queue/contract.js');
+  const bundleSize = Number(opts.bundleSize);
+  if (!Number.isInteger(bundleSize) || bundleSize < 1 || bundleSize > BUNDLE_MAX_REPORTS) {
+    usageError(command, `--bundle-size must be an integer from 1 to ${BUNDLE_MAX_REPORTS}`);
+  }
+  const maxPending = Number(opts.maxPending);
+  if (!Number.isInteger(maxPending) || maxPending < 1) usageError(command, '--max-pending must be a positive integer');
+  return { bundleSize, maxPending };
+}
 
-/** Reading the inputs failed half way (a file removed or made unreadable meanwhile): one line, exit 2. */
-async function readingInputs<T>(work: Promise<T>): Promise<T> {
+/** The bundles queue, on a Redis that answers (exit 1 otherwise). */
+async function openQueue(cfg: Config, queuePrefix: string | undefined) {
+  const [{ bundlesQueue }, { defaultRedisNames, requestConnection, whenReady }] = await Promise.all([
+    import('../queue/producer.js'),
+    import('../queue/redis.js'),
+  ]);
+  const redis = requestConnection(cfg.redisUrl);
+  if (!(await whenReady(redis))) {
+    redis.disconnect();
+    throw new CliError(`cannot reach Redis at ${cfg.redisUrl}`, EXIT.failed);
+  }
+  const queue = bundlesQueue(redis, { ...defaultRedisNames, queuePrefix: queuePrefix ?? defaultRedisNames.queuePrefix });
+  const close = async () => {
+    await queue.close().catch(() => undefined);
+    await redis.quit().catch(() => undefined);
+  };
+  return { queue, close };
+}
+
+/** Turns the import's own "no progress for too long" into the command's one-line failure. */
+async function stallsAre<T>(work: Promise<T>, progress: { end(): void }, message: (reason: string) => string): Promise<T> {
+  const { ImportStalled } = await import('./import.js');
   try {
     return await work;
   } catch (err) {
-    throw inputError(err) ?? err;
+    progress.end();
+    if (err instanceof ImportStalled) throw new CliError(message(err.message), EXIT.failed);
+    throw err;
   }
+}
+
+type Progress = ReturnType<typeof progressShower>;
+
+interface Waited {
+  failed: FailedBundles;
+  processed: ProcessedReports;
+}
+
+/** --wait: until the worker has taken every bundle, then what became of the import's. */
+async function waitForWorker(
+  queue: Queue,
+  jobIds: Set<string>,
+  startedAt: number,
+  stallTimeoutMs: number,
+  summary: ImportSummary,
+  progress: Progress,
+) {
+  const { waitForQueueDrain, failedBundles } = await import('./import.js');
+  await stallsAre(
+    waitForQueueDrain(queue, (remaining) => progress.show(`waiting for the worker: ${remaining} bundles left`), stallTimeoutMs),
+    progress,
+    (reason) => `gave up waiting after enqueueing ${summary.accepted} reports: ${reason}`,
+  );
+  progress.end();
+  return { failed: await failedBundles(queue, jobIds, startedAt), processed: await processedReports(queue, jobIds) };
+}
+
+function printQueued(summary: ImportSummary, seconds: number, jobs: number, waited: Waited | undefined, json: boolean): void {
+  if (json) {
+    const outcome = waited ? { failedBundles: waited.failed, processed: waited.processed } : {};
+    process.stdout.write(`${JSON.stringify({ ...summary, seconds, ...outcome })}\n`);
+    return;
+  }
+  const failures = waited && waited.failed.count > 0 ? `; ${waited.failed.count} of ${jobs} bundles failed` : '';
+  process.stdout.write(
+    `accepted ${summary.accepted}, ignored ${summary.ignored} (status not FINISHED), rejected ${summary.rejected} ` +
+      `of ${summary.read} reports in ${seconds.toFixed(1)} s` +
+      (waited ? ` (${processedText(waited.processed)}${failures})` : '') +
+      '\n',
+  );
+  if (waited) process.stdout.write(duplicatesNote(waited.processed) ?? '');
+  printRejections(summary);
+  if (waited) printFailed(waited.failed);
 }
 
 export async function importCommand(inputs: string[], opts: ImportCommandOptions, command: Command): Promise<void> {
@@ -79,32 +145,11 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
   const stallTimeoutMs = waitTimeout === 0 ? Infinity : waitTimeout * 1000;
   const documents = await documentsOf(opts, command);
   const files = documents ? DOCUMENT_FILE : undefined;
-  if (opts.direct) {
-    const total = checkInputs(inputs, files);
-    return directImport(inputs, documents, total, opts.json ?? false);
-  }
-  const { BUNDLE_MAX_REPORTS } = await import('../queue/contract.js');
-  const bundleSize = Number(opts.bundleSize);
-  if (!Number.isInteger(bundleSize) || bundleSize < 1 || bundleSize > BUNDLE_MAX_REPORTS) {
-    usageError(command, `--bundle-size must be an integer from 1 to ${BUNDLE_MAX_REPORTS}`);
-  }
-  const maxPending = Number(opts.maxPending);
-  if (!Number.isInteger(maxPending) || maxPending < 1) usageError(command, '--max-pending must be a positive integer');
+  if (opts.direct) return directImport(inputs, documents, checkInputs(inputs, files), opts.json ?? false);
+  const { bundleSize, maxPending } = await queueOptions(opts, command);
   const total = checkInputs(inputs, files);
   const cfg = await cliConfig();
-  const bounded = documents && { ...documents, maxReportBytes: cfg.maxReportBytes };
-
-  const [
-    { bundlesQueue },
-    { defaultRedisNames, requestConnection, whenReady },
-    { importReports, waitForQueueDrain, failedBundles, ImportStalled },
-  ] = await Promise.all([import('../queue/producer.js'), import('../queue/redis.js'), import('./import.js')]);
-  const redis = requestConnection(cfg.redisUrl);
-  if (!(await whenReady(redis))) {
-    redis.disconnect();
-    throw new CliError(`cannot reach Redis at ${cfg.redisUrl}`, EXIT.failed);
-  }
-  const queue = bundlesQueue(redis, { ...defaultRedisNames, queuePrefix: opts.queuePrefix ?? defaultRedisNames.queuePrefix });
+  const [{ queue, close }, { importReports }] = await Promise.all([openQueue(cfg, opts.queuePrefix), import('./import.js')]);
   const progress = progressShower();
   const startedAt = Date.now();
   const started = performance.now();
@@ -112,161 +157,25 @@ export async function importCommand(inputs: string[], opts: ImportCommandOptions
   const jobIds = new Set<string>();
   try {
     if (total !== undefined) progress.show(`importing ${formatBytes(total)} from ${inputs.join(', ')}`, true);
-    let summary: ImportSummary;
-    try {
-      summary = await readingInputs(
-        importReports({
-          inputs,
-          documents: bounded,
-          queue,
-          bundleSize,
-          maxPending,
-          stallTimeoutMs,
-          onEnqueued: (ids) => {
-            for (const id of ids) jobIds.add(id);
-          },
-          onProgress: (p) => progress.show(queuedLine(p, total, elapsed())),
-        }),
-      );
-    } catch (err) {
-      progress.end();
-      if (err instanceof ImportStalled) throw new CliError(`import stopped: ${err.message}`, EXIT.failed);
-      throw err;
-    }
+    const run = importReports({
+      inputs,
+      documents: documents && { ...documents, maxReportBytes: cfg.maxReportBytes },
+      queue,
+      bundleSize,
+      maxPending,
+      stallTimeoutMs,
+      onEnqueued: (ids) => {
+        for (const id of ids) jobIds.add(id);
+      },
+      onProgress: (p) => progress.show(queuedLine(p, total, elapsed())),
+    });
+    const summary = await stallsAre(readingInputs(run), progress, (reason) => `import stopped: ${reason}`);
     progress.show(queuedLine(summary, total, summary.seconds), true);
     progress.end();
-    let failed: FailedBundles | undefined;
-    let processed: ProcessedReports | undefined;
-    if (opts.wait) {
-      try {
-        await waitForQueueDrain(queue, (remaining) => progress.show(`waiting for the worker: ${remaining} bundles left`), stallTimeoutMs);
-      } catch (err) {
-        progress.end();
-        if (err instanceof ImportStalled) {
-          throw new CliError(`gave up waiting after enqueueing ${summary.accepted} reports: ${err.message}`, EXIT.failed);
-        }
-        throw err;
-      }
-      progress.end();
-      failed = await failedBundles(queue, jobIds, startedAt);
-      processed = await processedReports(queue, jobIds);
-    }
-    const seconds = elapsed();
-    if (opts.json) {
-      const waited = failed ? { failedBundles: failed, processed } : {};
-      process.stdout.write(`${JSON.stringify({ ...summary, seconds, ...waited })}\n`);
-    } else {
-      process.stdout.write(
-        `accepted ${summary.accepted}, ignored ${summary.ignored} (status not FINISHED), rejected ${summary.rejected} ` +
-          `of ${summary.read} reports in ${seconds.toFixed(1)} s` +
-          (failed ? ` (${processedText(processed!)}${failed.count > 0 ? `; ${failed.count} of ${jobIds.size} bundles failed` : ''})` : '') +
-          '\n',
-      );
-      if (processed) process.stdout.write(duplicatesNote(processed) ?? '');
-      printRejections(summary);
-      if (failed) printFailed(failed);
-    }
-    process.exitCode = summary.rejected > 0 || (failed?.count ?? 0) > 0 ? EXIT.failed : EXIT.ok;
+    const waited = opts.wait ? await waitForWorker(queue, jobIds, startedAt, stallTimeoutMs, summary, progress) : undefined;
+    printQueued(summary, elapsed(), jobIds.size, waited, opts.json ?? false);
+    process.exitCode = summary.rejected > 0 || (waited?.failed.count ?? 0) > 0 ? EXIT.failed : EXIT.ok;
   } finally {
-    await queue.close().catch(() => undefined);
-    await redis.quit().catch(() => undefined);
+    await close();
   }
-}
-
-/** Applies reports in this process (no queue): a backfill or replay into a store it can own. */
-async function directImport(inputs: string[], options: DocumentOptions | undefined, total: number | undefined, json: boolean) {
-  const cfg = await cliConfig();
-  const documents = options && { ...options, maxReportBytes: cfg.maxReportBytes };
-  const [
-    { createLogger },
-    { openStore },
-    { migrate },
-    { ReportBatcher },
-    { ProcessLocks, TargetLocks },
-    { TotalsRewriter },
-    redisModule,
-    { directBatchesInFlight, importDirect },
-    { bumpAllData },
-  ] = await Promise.all([
-    import('../log.js'),
-    import('../storage/gateway.js'),
-    import('../storage/migrate.js'),
-    import('../ingest/batcher.js'),
-    import('../locks/target-locks.js'),
-    import('../ingest/totals.js'),
-    import('../queue/redis.js'),
-    import('./import.js'),
-    import('../cache/data-version.js'),
-  ]);
-  const { defaultRedisNames, requestConnection, whenReady } = redisModule;
-  const log = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
-  const store = await openStore(cfg.store);
-  await migrate(store, log);
-  // An embedded data folder belongs to this process alone; a shared server needs the workers' locks.
-  const redis = requestConnection(cfg.redisUrl);
-  const redisUp = await whenReady(redis, 2000);
-  if (store.mode === 'server' && !redisUp) {
-    redis.disconnect();
-    await store.close();
-    throw new CliError(`--direct against a ClickHouse server needs Redis (target locks) at ${cfg.redisUrl}`, EXIT.failed);
-  }
-  const concurrency = directBatchesInFlight(cfg.ingest.concurrency);
-  const locks = store.mode === 'embedded' ? new ProcessLocks() : new TargetLocks(redis, defaultRedisNames);
-  const batcher = new ReportBatcher({
-    store,
-    locks,
-    totals: new TotalsRewriter(store, locks, log),
-    batchSize: cfg.ingest.batchSize,
-    waitMs: cfg.ingest.batchWaitMs,
-    concurrency,
-    maxEventAgeDays: cfg.ingest.maxEventAgeDays,
-    log,
-  });
-  const progress = progressShower();
-  if (total !== undefined) {
-    progress.show(
-      `importing ${formatBytes(total)} directly into ${store.mode === 'embedded' ? cfg.store.embeddedPath : cfg.store.url}`,
-      true,
-    );
-  }
-  const started = performance.now();
-  const elapsed = () => (performance.now() - started) / 1000;
-  const summary = await readingInputs(
-    importDirect({
-      inputs,
-      documents,
-      batcher,
-      maxInFlight: concurrency * cfg.ingest.batchSize,
-      onProgress: (p) => progress.show(directLine(p, total, elapsed())),
-    }),
-  );
-  progress.show(directLine(summary, total, summary.seconds), true);
-  progress.end();
-  // Answers cached before the import must not outlive it (src/cache/response-cache.ts).
-  const bumped =
-    redisUp &&
-    (await bumpAllData(redis, defaultRedisNames).then(
-      () => true,
-      () => false,
-    ));
-  if (!bumped && summary.ingested > 0) {
-    process.stderr.write(
-      `warning: Redis at ${cfg.redisUrl} did not answer, so the data version was not bumped: ` +
-        'answers the API cached before this import can be served for up to 10 minutes after it restarts\n',
-    );
-  }
-  // quit() waits for a connection that never comes when Redis is down, and keeps the process alive.
-  if (redisUp) await redis.quit().catch(() => undefined);
-  else redis.disconnect();
-  await store.close();
-  if (json) process.stdout.write(`${JSON.stringify(summary)}\n`);
-  else {
-    process.stdout.write(
-      `ingested ${summary.ingested}, duplicates ${summary.duplicates}, ignored ${summary.ignored} (status not FINISHED), ` +
-        `rejected ${summary.rejected} of ${summary.read} reports in ${summary.seconds.toFixed(1)} s\n`,
-    );
-    process.stdout.write(duplicatesNote({ ...summary, unknownBundles: 0 }) ?? '');
-    printRejections(summary);
-  }
-  process.exitCode = summary.rejected > 0 ? EXIT.failed : EXIT.ok;
 }

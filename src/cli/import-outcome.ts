@@ -52,3 +52,13 @@ export function duplicatesNote(p: ProcessedReports): string | undefined {
   const all = p.ingested === 0 && p.unknownBundles === 0;
   return `  ${all ? 'every report was' : `${p.duplicates} reports were`} a duplicate: imported before, nothing changed\n`;
 }
+
+type Rejections = { rejected: number; rejections: { origin: string; reason: string }[] };
+
+/** The first rejections of an import, each with where it was read, and how many more there were. */
+export function printRejections(summary: Rejections) {
+  for (const r of summary.rejections) process.stdout.write(`  rejected ${r.origin}: ${r.reason}\n`);
+  if (summary.rejected > summary.rejections.length) {
+    process.stdout.write(`  … and ${summary.rejected - summary.rejections.length} more rejections\n`);
+  }
+}

@@ -1,5 +1,6 @@
 import type { Queue } from 'bullmq';
-import { ReportRejected, type ReportBatcher } from '../ingest/batcher.js';
+import type { ReportBatcher } from '../ingest/batcher.js';
+import { ReportRejected } from '../ingest/prepare.js';
 import { BUNDLE_SIZE, checkReport, type FinishedReport, type ReportVerdict, toBundles } from '../queue/contract.js';
 import { enqueueBundles } from '../queue/producer.js';
 import { type DocumentImport, readDocuments } from './read-documents.js';

@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { QUEUES } from '../queue/contract.js';
-import { defaultRedisNames } from '../queue/redis.js';
+import { defaultRedisNames, type RedisNames } from '../queue/redis.js';
 import { EXIT, usageError, usageErrorsExit2 } from './exit.js';
 import { type FailedJob, type FailedList, INGEST_QUEUES, JobNotRetried, listFailed, retryAll, retryJob } from './failed-jobs.js';
 
@@ -81,9 +81,8 @@ async function connect(config: () => Config): Promise<Redis> {
 
 const EXIT_HELP = '\nExit codes: 0 done, 1 failed (Redis unreachable, no such failed job), 2 usage or configuration error.';
 
-export function jobsCommand(config: () => Config): Command {
-  const jobs = usageErrorsExit2(new Command('jobs').description('list and re-drive failed jobs of the ingest queues'));
-
+/** `vulndb jobs failed`: the newest failed jobs of the queues, as a table or JSON. */
+function failedCommand(config: () => Config): Command {
   const failed = usageErrorsExit2(
     new Command('failed')
       .description(
@@ -95,7 +94,7 @@ export function jobsCommand(config: () => Config): Command {
       .addOption(prefixOption())
       .addHelpText('after', EXIT_HELP),
   );
-  failed.action(async (opts: { queue?: string[]; limit: string; json?: boolean; queuePrefix: string }) => {
+  return failed.action(async (opts: { queue?: string[]; limit: string; json?: boolean; queuePrefix: string }) => {
     const limit = Number(opts.limit);
     if (!Number.isInteger(limit) || limit < 1) usageError(failed, '--limit must be a positive integer');
     const redis = await connect(config);
@@ -111,7 +110,34 @@ export function jobsCommand(config: () => Config): Command {
       await redis.quit().catch(() => undefined);
     }
   });
+}
 
+/** Re-drives every failed job of the queues and says how many per queue. */
+async function retryEvery(redis: Redis, names: RedisNames, queues: string[]): Promise<void> {
+  const retried = await retryAll(redis, names, queues);
+  const total = Object.values(retried).reduce((a, b) => a + b, 0);
+  const per = Object.entries(retried)
+    .map(([q, n]) => `${q} ${n}`)
+    .join(', ');
+  process.stdout.write(total === 0 ? `no failed jobs to re-drive in ${queues.join(', ')}\n` : `re-drove ${total} failed jobs (${per})\n`);
+  process.exitCode = EXIT.ok;
+}
+
+/** Re-drives one failed job; one that is not there (or not failed) is exit 1 with the reason. */
+async function retryOne(redis: Redis, names: RedisNames, id: string, queues: string[]): Promise<void> {
+  try {
+    const done = await retryJob(redis, names, id, queues);
+    process.stdout.write(`re-drove 1 failed job: ${done.queue} ${done.id}\n`);
+    process.exitCode = EXIT.ok;
+  } catch (err) {
+    if (!(err instanceof JobNotRetried)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exitCode = err.exitCode;
+  }
+}
+
+/** `vulndb jobs retry`: one failed job by id, or every one (--all). */
+function retryCommand(config: () => Config): Command {
   const retry = usageErrorsExit2(
     new Command('retry')
       .description('re-drive a failed job (by id) or every failed job (--all); the worker runs it again')
@@ -121,37 +147,20 @@ export function jobsCommand(config: () => Config): Command {
       .addOption(prefixOption())
       .addHelpText('after', EXIT_HELP),
   );
-  retry.action(async (id: string | undefined, opts: { all?: boolean; queue?: string[]; queuePrefix: string }) => {
+  return retry.action(async (id: string | undefined, opts: { all?: boolean; queue?: string[]; queuePrefix: string }) => {
     if ((id === undefined) === !opts.all) usageError(retry, 'give either a job id or --all');
     const names = { ...defaultRedisNames, queuePrefix: opts.queuePrefix };
     const queues = opts.queue ?? INGEST_QUEUES;
     const redis = await connect(config);
     try {
-      if (opts.all) {
-        const retried = await retryAll(redis, names, queues);
-        const total = Object.values(retried).reduce((a, b) => a + b, 0);
-        const per = Object.entries(retried)
-          .map(([q, n]) => `${q} ${n}`)
-          .join(', ');
-        process.stdout.write(
-          total === 0 ? `no failed jobs to re-drive in ${queues.join(', ')}\n` : `re-drove ${total} failed jobs (${per})\n`,
-        );
-        process.exitCode = EXIT.ok;
-        return;
-      }
-      try {
-        const done = await retryJob(redis, names, id!, queues);
-        process.stdout.write(`re-drove 1 failed job: ${done.queue} ${done.id}\n`);
-        process.exitCode = EXIT.ok;
-      } catch (err) {
-        if (!(err instanceof JobNotRetried)) throw err;
-        process.stderr.write(`${err.message}\n`);
-        process.exitCode = err.exitCode;
-      }
+      await (opts.all ? retryEvery(redis, names, queues) : retryOne(redis, names, id!, queues));
     } finally {
       await redis.quit().catch(() => undefined);
     }
   });
+}
 
-  return jobs.addCommand(failed).addCommand(retry);
+export function jobsCommand(config: () => Config): Command {
+  const jobs = usageErrorsExit2(new Command('jobs').description('list and re-drive failed jobs of the ingest queues'));
+  return jobs.addCommand(failedCommand(config)).addCommand(retryCommand(config));
 }

@@ -19,6 +19,9 @@ export interface DocumentImport {
   maxReportBytes: number;
 }
 
+/** How to read scanner documents, but for the bound the configuration gives. */
+export type DocumentOptions = Omit<DocumentImport, 'maxReportBytes'>;
+
 async function readWhole(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));

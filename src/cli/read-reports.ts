@@ -152,6 +152,15 @@ export function inputError(err: unknown): CliError | undefined {
   return new CliError(`cannot read ${e.path ?? 'the input'}: ${reason}`, EXIT.usage);
 }
 
+/** Reading the inputs failed half way (a file removed or made unreadable meanwhile): one line, exit 2. */
+export async function readingInputs<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw inputError(err) ?? err;
+  }
+}
+
 /**
  * Checks before anything is enqueued or written that every input exists and can be read, and
  * returns their total size (undefined when stdin is among them). Throws a `CliError` (exit 2).

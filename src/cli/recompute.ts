@@ -67,17 +67,57 @@ function dataVersionBumper(redis: Redis, redisUp: boolean, bumpAll: (redis: Redi
   };
 }
 
+/**
+ * Runs the recompute with its progress on stderr, then prints the summary (exit 0) or why it did
+ * not run (an unknown target, a target lock held elsewhere: exit 1).
+ */
+async function report(
+  cfg: Config,
+  opts: { json?: boolean },
+  version: ReturnType<typeof dataVersionBumper>,
+  run: (onProgress: (p: RecomputeSummary) => void) => Promise<RecomputeSummary | Error>,
+): Promise<void> {
+  const progress = progressShower();
+  const started = performance.now();
+  const show = (p: RecomputeSummary, force = false) => progress.show(progressLine(p, (performance.now() - started) / 1000), force);
+  const summary = await run((p) => show(p, p.targets === 0));
+  if (summary instanceof Error) {
+    progress.end();
+    process.stderr.write(`${summary.message}\n`);
+    process.exitCode = EXIT.failed;
+    return;
+  }
+  show(summary, true);
+  progress.end();
+  if (version.stale()) {
+    process.stderr.write(
+      `warning: Redis at ${cfg.redisUrl} did not answer, so the data version was not bumped: ` +
+        'answers the API cached before this recompute can be served for up to 10 minutes after it restarts\n',
+    );
+  }
+  const seconds = (performance.now() - started) / 1000;
+  process.stdout.write(opts.json ? `${JSON.stringify({ ...summary, seconds })}\n` : summaryLine(summary, seconds));
+  process.exitCode = EXIT.ok;
+}
+
 async function recompute(cfg: Config, opts: { target?: string; json?: boolean }): Promise<void> {
-  const [{ createLogger }, { openStore }, { migrate }, { recomputeFindings, UnknownTarget }, locksModule, redisModule, { bumpAllData }] =
-    await Promise.all([
-      import('../log.js'),
-      import('../storage/gateway.js'),
-      import('../storage/migrate.js'),
-      import('../ingest/recompute.js'),
-      import('../locks/target-locks.js'),
-      import('../queue/redis.js'),
-      import('../cache/data-version.js'),
-    ]);
+  const [
+    { createLogger },
+    { openStore, ownsItsData },
+    { migrate },
+    { recomputeFindings, UnknownTarget },
+    locksModule,
+    redisModule,
+    { bumpAllData },
+  ] = await Promise.all([
+    import('../log.js'),
+    import('../storage/gateway.js'),
+    import('../storage/migrate.js'),
+    import('../ingest/recompute.js'),
+    import('../locks/target-locks.js'),
+    import('../queue/redis.js'),
+    import('../cache/data-version.js'),
+  ]);
   const { ProcessLocks, TargetLocks, LockTimeout } = locksModule;
   const { defaultRedisNames, requestConnection, whenReady } = redisModule;
   const log = createLogger(cfg.logLevel === 'info' ? 'warn' : cfg.logLevel);
@@ -88,42 +128,24 @@ async function recompute(cfg: Config, opts: { target?: string; json?: boolean })
     await migrate(store, log);
     redisUp = await whenReady(redis, 2000);
     // An embedded data folder belongs to this process alone; a shared server needs the workers' locks.
-    if (store.mode === 'server' && !redisUp) {
+    if (!ownsItsData(store) && !redisUp) {
       process.stderr.write(`recompute against a ClickHouse server needs Redis (target locks) at ${cfg.redisUrl}\n`);
       process.exitCode = EXIT.failed;
       return;
     }
-    const locks = store.mode === 'embedded' ? new ProcessLocks() : new TargetLocks(redis, defaultRedisNames);
+    const locks = ownsItsData(store) ? new ProcessLocks() : new TargetLocks(redis, defaultRedisNames);
     const version = dataVersionBumper(redis, redisUp, (r) => bumpAllData(r, defaultRedisNames));
-    const progress = progressShower();
-    const started = performance.now();
-    const show = (p: RecomputeSummary, force = false) => progress.show(progressLine(p, (performance.now() - started) / 1000), force);
-    let summary: RecomputeSummary;
-    try {
-      summary = await recomputeFindings(store, locks, {
+    await report(cfg, opts, version, (onProgress) =>
+      recomputeFindings(store, locks, {
         ...(opts.target !== undefined ? { target: opts.target } : {}),
         log,
-        onProgress: (p) => show(p, p.targets === 0),
+        onProgress,
         onChanged: version.bump,
-      });
-    } catch (err) {
-      if (!(err instanceof UnknownTarget || err instanceof LockTimeout)) throw err;
-      progress.end();
-      process.stderr.write(`${err.message}\n`);
-      process.exitCode = EXIT.failed;
-      return;
-    }
-    show(summary, true);
-    progress.end();
-    if (version.stale()) {
-      process.stderr.write(
-        `warning: Redis at ${cfg.redisUrl} did not answer, so the data version was not bumped: ` +
-          'answers the API cached before this recompute can be served for up to 10 minutes after it restarts\n',
-      );
-    }
-    const seconds = (performance.now() - started) / 1000;
-    process.stdout.write(opts.json ? `${JSON.stringify({ ...summary, seconds })}\n` : summaryLine(summary, seconds));
-    process.exitCode = EXIT.ok;
+      }).catch((err: unknown) => {
+        if (err instanceof UnknownTarget || err instanceof LockTimeout) return err;
+        throw err;
+      }),
+    );
   } finally {
     // quit() waits for a connection that never comes when Redis is down, and keeps the process alive.
     if (redisUp) await redis.quit().catch(() => undefined);

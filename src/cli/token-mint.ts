@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { nowSeconds } from '../domain/time.js';
-import { tokenKeys } from '../metrics/keys.js';
+import { tokenKeys } from '../auth/keys.js';
 import { signJwt, tokenClaims, type TokenRequest } from '../metrics/sign.js';
 import { CliError } from './exit.js';
 

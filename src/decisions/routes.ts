@@ -2,11 +2,12 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { isUuid } from '../domain/uuid.js';
 import { acquireAll, LockTimeout, ProcessLocks, type Locks } from '../locks/target-locks.js';
-import { ApiError } from '../errors.js';
+import { ApiError, metricsErrors } from '../errors.js';
+import { callerOf, type Caller } from '../auth/tokens.js';
 import { readJsonBody } from '../http/body.js';
-import { callerOf, type Caller } from '../metrics/auth.js';
-import { metricsErrors } from '../metrics/errors.js';
+import { routePath } from '../http/endpoint.js';
 import type { Store } from '../storage/gateway.js';
+import { DECISION_ENDPOINTS as E } from './endpoints.js';
 import { parseDecision } from './schema.js';
 import { activeDecisionIds, type Decision, decisionTrail, findingOwner, makeDecision, revokeDecisions, writeInstant } from './store.js';
 
@@ -60,7 +61,7 @@ async function findingOf(store: Store, ctx: Context, caller: Caller) {
 /** Runs `write` holding the finding's lock; a lock held elsewhere past LOCK_WAIT_MS is a 503 the client may retry. */
 async function serialized<T>(locks: Locks, findingId: string, write: () => Promise<T>): Promise<T> {
   const held = await acquireAll(locks, [findingId], LOCK_WAIT_MS).catch((err: unknown) => {
-    throw err instanceof LockTimeout ? new ApiError(503, 'Unavailable', 'Unavailable') : err;
+    throw err instanceof LockTimeout ? metricsErrors.unavailable() : err;
   });
   try {
     return await write();
@@ -86,7 +87,7 @@ export function decisionRoutes(deps: DecisionRouteDeps): Router {
   const changed = deps.onChange ?? (async () => {});
   const locks = deps.locks ?? new ProcessLocks();
 
-  router.put('/findings/:finding_id/decision', deps.authenticate, async (ctx) => {
+  router.put(routePath(E.make), deps.authenticate, async (ctx) => {
     const caller = callerOf(ctx);
     const finding = await findingOf(deps.store, ctx, caller);
     const body = await bodyOf(ctx);
@@ -104,7 +105,7 @@ export function decisionRoutes(deps: DecisionRouteDeps): Router {
     ctx.body = { decision };
   });
 
-  router.delete('/findings/:finding_id/decision', deps.authenticate, async (ctx) => {
+  router.delete(routePath(E.revoke), deps.authenticate, async (ctx) => {
     const caller = callerOf(ctx);
     const finding = await findingOf(deps.store, ctx, caller);
     const revoked = await serialized(locks, finding.id, async () => {
@@ -119,7 +120,7 @@ export function decisionRoutes(deps: DecisionRouteDeps): Router {
     ctx.status = 204;
   });
 
-  router.get('/findings/:finding_id/decisions', deps.authenticate, async (ctx) => {
+  router.get(routePath(E.trail), deps.authenticate, async (ctx) => {
     const finding = await findingOf(deps.store, ctx, callerOf(ctx));
     ctx.body = { decisions: await decisionTrail(deps.store, finding.id) };
   });

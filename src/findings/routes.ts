@@ -1,5 +1,4 @@
 import Router from '@koa/router';
-import { answerFindingList, answerMttr, oneFinding } from '../answers.js';
 import { findingsInScope, scopeOf } from '../auth/scope.js';
 import { formatInstant, NEVER } from '../domain/time.js';
 import { isUuid } from '../domain/uuid.js';
@@ -8,6 +7,7 @@ import { findingListQuery, paging, parseQuery } from '../filters/params.js';
 import type { ApiContext } from '../http/context.js';
 import { routePath } from '../http/endpoint.js';
 import { emptyPage } from '../storage/paged.js';
+import { answerFindingList, answerMttr, oneFinding } from './answers.js';
 import { FINDING_ENDPOINTS as E } from './endpoints.js';
 import { eventPage, findingPeriods } from './queries.js';
 import { renderEvent } from './render.js';

@@ -1,12 +1,13 @@
 import Router from '@koa/router';
-import { dbErrors } from '../errors.js';
+import type { ApiError } from '../errors.js';
+import { type Endpoint, routePath } from '../http/endpoint.js';
 import type { Store } from '../storage/gateway.js';
 
-/** GET /healthcheck (SPEC §6.9): OK while the store answers. */
-export function healthRoutes(deps: { store: Store }): Router {
+/** GET /healthcheck (SPEC §6.9; HEALTH_ENDPOINTS): OK while the store answers, `unavailable()` otherwise. */
+export function healthRoutes(deps: { store: Store; endpoint: Endpoint; unavailable: () => ApiError }): Router {
   const router = new Router();
-  router.get('/healthcheck', async (ctx) => {
-    if (!(await deps.store.ping())) throw dbErrors.unavailable();
+  router.get(routePath(deps.endpoint), async (ctx) => {
+    if (!(await deps.store.ping())) throw deps.unavailable();
     ctx.body = { status: 'OK' };
   });
   return router;

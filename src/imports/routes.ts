@@ -3,9 +3,11 @@ import type { Queue } from 'bullmq';
 import { formatInstant } from '../domain/time.js';
 import { ApiError, dbErrors } from '../errors.js';
 import { parseJsonBody, readBodyBytes } from '../http/body.js';
+import { routePath } from '../http/endpoint.js';
 import type { Logger } from '../log.js';
 import { countReports } from '../observability/metrics.js';
 import { enqueueReportsAtomically } from '../queue/producer.js';
+import { IMPORT_ENDPOINTS as E } from './endpoints.js';
 import { documentSha256, IMPORT_FORMATS, importDocument, isImportFormat } from './formats.js';
 import { parseImportParams } from './params.js';
 
@@ -29,7 +31,7 @@ const MALFORMED: Record<string, string> = { time: 'Malformed Time', target: 'Mal
 export function importRoutes(deps: ImportRouteDeps): Router {
   const router = new Router();
 
-  router.post('/imports/:format', async (ctx) => {
+  router.post(routePath(E.document), async (ctx) => {
     const format = ctx.params.format ?? '';
     // An unknown format is an unknown resource (SPEC §5.2: 404), like an unknown route.
     if (!isImportFormat(format)) throw dbErrors.notFound();

@@ -1,7 +1,8 @@
 import { nowSeconds } from '../domain/time.js';
 import type { Store } from '../storage/gateway.js';
 import { nextFindingRow, type FindingRow, type FindingState } from './finding-state.js';
-import { extendPair, groupBy, groupPairs, rebuildPair, reportsFinding, type Pair } from './derive.js';
+import { extendPair, groupBy, groupPairs, pairReports, rebuildPair, type Pair } from './derive.js';
+import { Interned } from './interned.js';
 import { compareRank, type DetectionRank, type NormalizedReport } from './normalize.js';
 import type { FamilySource } from './periods.js';
 import * as q from './queries.js';
@@ -33,6 +34,8 @@ export interface BatchOptions {
   now?: number;
   /** Test hook: simulate a crash right after this step's write. */
   crashAfter?: WriteStep;
+  /** The texts the process shares (the batcher's), which loaded findings take theirs from; none: their own. */
+  interned?: Interned;
 }
 
 export type ReportOutcome = 'ingested' | 'duplicate';
@@ -118,15 +121,19 @@ async function dropDuplicates(
 }
 
 /** The batch's (target, family) pairs and the stored findings they can change. */
-async function loadState(store: Store, fresh: NormalizedReport[], targets: string[], recovery: boolean) {
+async function loadState(store: Store, fresh: NormalizedReport[], targets: string[], recovery: boolean, shared: Interned) {
   const families = unique(fresh.map((r) => r.familyId));
   const pairs = groupPairs(fresh, await q.familyHeads(store, targets, families), recovery);
-  const states = await q.loadFindings(store, {
-    targets,
-    ids: unique(fresh.flatMap((r) => r.detections.map((d) => d.findingId))),
-    openFamilies: unique(pairs.filter((p) => p.fast).map((p) => p.familyId)),
-    anyFamilies: unique(pairs.filter((p) => !p.fast).map((p) => p.familyId)),
-  });
+  const states = await q.loadFindings(
+    store,
+    {
+      targets,
+      ids: unique(fresh.flatMap((r) => r.detections.map((d) => d.findingId))),
+      openFamilies: unique(pairs.filter((p) => p.fast).map((p) => p.familyId)),
+      anyFamilies: unique(pairs.filter((p) => !p.fast).map((p) => p.familyId)),
+    },
+    shared,
+  );
   return { pairs, states };
 }
 
@@ -164,8 +171,7 @@ async function detectedFindings(
  */
 async function derivePeriods(store: Store, pairs: Pair[], states: Map<string, FindingState>, slices: TimeSlices): Promise<void> {
   const byTarget = groupBy(states.values(), (s) => s.targetId);
-  const candidates = (p: Pair) =>
-    (byTarget.get(p.targetId) ?? []).filter((s) => s.familyPeriods.has(p.familyId) || p.reports.some((r) => reportsFinding(r, s.id)));
+  const candidates = (p: Pair) => (byTarget.get(p.targetId) ?? []).filter((s) => s.familyPeriods.has(p.familyId) || pairReports(p, s.id));
   const slow = pairs.filter((p) => !p.fast);
   let storedSources = new Map<string, FamilySource[]>();
   const storedReporters = new Map<string, Set<string>>();
@@ -201,7 +207,7 @@ export async function ingestBatch(store: Store, reports: NormalizedReport[], opt
   if (fresh.length === 0) return { outcomes, counts, statusChanged: [] };
 
   const targets = unique(fresh.map((r) => r.targetId));
-  const { pairs, states } = await loadState(store, fresh, targets, recovery);
+  const { pairs, states } = await loadState(store, fresh, targets, recovery, opts.interned ?? new Interned());
   const slices = new TimeSlices();
   const newest = await detectedFindings(fresh, states, slices);
   await derivePeriods(store, pairs, states, slices);

@@ -5,7 +5,8 @@ import { SimulatedCrash, type WriteStep } from './batch-writes.js';
 import type { Store } from '../storage/gateway.js';
 import { StoreError } from '../storage/store-errors.js';
 import type { NormalizedReport } from './normalize.js';
-import { prepareChecked, prepareReport, type Prepared } from './prepare.js';
+import { Interned } from './interned.js';
+import { prepareChecked, prepareReport, type Prepared, ReportRejected } from './prepare.js';
 import type { FinishedReport } from '../queue/contract.js';
 import type { CommitGate } from '../locks/commit-gate.js';
 import type { HeldLocks, Locks } from '../locks/target-locks.js';
@@ -30,14 +31,6 @@ export interface JobLike {
 }
 
 export type JobOutcome = { outcome: 'ingested' | 'duplicate' } | { outcome: 'ignored'; reason: string };
-
-/** The job's report is invalid: it must fail without retry. */
-export class ReportRejected extends Error {
-  constructor(reason: string) {
-    super(reason);
-    this.name = 'ReportRejected';
-  }
-}
 
 export interface BatcherOptions {
   store: Store;
@@ -93,6 +86,9 @@ export class ReportBatcher {
   private idle: (() => void)[] = [];
   private lastStarted = -Infinity; // performance.now() of the last batch's start (pacing)
 
+  /** The texts and lists of the reports this batcher holds and the findings its batches load, one instance each. */
+  private readonly interned = new Interned();
+
   constructor(private readonly opts: BatcherOptions) {}
 
   submit(job: JobLike): Promise<JobOutcome> {
@@ -107,12 +103,12 @@ export class ReportBatcher {
 
   /** Validates and normalises a job's report (what `submit` starts with). */
   prepare(data: unknown): Prepared {
-    return prepareReport(data, { maxEventAgeDays: this.opts.maxEventAgeDays, now: nowSeconds() });
+    return prepareReport(data, { maxEventAgeDays: this.opts.maxEventAgeDays, now: nowSeconds(), interned: this.interned });
   }
 
   /** `prepare` of a report the producer already validated (`checkReport`): a converted scanner document's. */
   prepareChecked(report: FinishedReport): Exclude<Prepared, { kind: 'invalid' }> {
-    return prepareChecked(report, { maxEventAgeDays: this.opts.maxEventAgeDays, now: nowSeconds() });
+    return prepareChecked(report, { maxEventAgeDays: this.opts.maxEventAgeDays, now: nowSeconds(), interned: this.interned });
   }
 
   /** Applies a report `prepare` found valid, with the next batch that can take it. */
@@ -256,7 +252,7 @@ export class ReportBatcher {
       ingestBatch(
         store,
         entries.map((e) => e.report),
-        { recovery, ...(fault ? { crashAfter: fault.crashAfter } : {}) },
+        { recovery, interned: this.interned, ...(fault ? { crashAfter: fault.crashAfter } : {}) },
       );
     const result = this.opts.gate ? await this.opts.gate.pass(commit) : await commit();
     const committedAt = Date.now();

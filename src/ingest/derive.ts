@@ -13,6 +13,8 @@ export interface Pair {
   targetId: string;
   familyId: string;
   reports: NormalizedReport[];
+  /** The ids of the findings each report detects, in the order of `reports`. */
+  reported: ReadonlySet<string>[];
   fast: boolean;
   /** Time of the family's latest committed source on the target, if any. */
   head?: number;
@@ -22,12 +24,13 @@ export function groupPairs(reports: NormalizedReport[], heads: Map<string, numbe
   const pairs = new Map<string, Pair>();
   for (const r of reports) {
     const key = pairKey(r.targetId, r.familyId);
-    const pair = pairs.get(key) ?? { targetId: r.targetId, familyId: r.familyId, reports: [], fast: false };
+    const pair = pairs.get(key) ?? { targetId: r.targetId, familyId: r.familyId, reports: [], reported: [], fast: false };
     pair.reports.push(r);
     pairs.set(key, pair);
   }
   for (const [key, pair] of pairs) {
     pair.reports.sort((a, b) => a.time - b.time);
+    pair.reported = pair.reports.map((r) => new Set(r.detections.map((d) => d.findingId)));
     const head = heads.get(key);
     if (head !== undefined) pair.head = head;
     const strictlyLater = pair.reports.every((r, i) => i === 0 || r.time > pair.reports[i - 1]!.time);
@@ -41,12 +44,8 @@ function setFamily(state: FindingState, familyId: string, periods: Period[]): vo
   else state.familyPeriods.delete(familyId);
 }
 
-const reportedIds = new WeakMap<NormalizedReport, Set<string>>();
-export function reportsFinding(r: NormalizedReport, findingId: string): boolean {
-  let ids = reportedIds.get(r);
-  if (!ids) reportedIds.set(r, (ids = new Set(r.detections.map((d) => d.findingId))));
-  return ids.has(findingId);
-}
+/** Whether some report of the pair detects the finding. */
+export const pairReports = (pair: Pair, findingId: string): boolean => pair.reported.some((ids) => ids.has(findingId));
 
 export function groupBy<T>(items: Iterable<T>, key: (item: T) => string): Map<string, T[]> {
   const out = new Map<string, T[]>();
@@ -64,10 +63,11 @@ export function extendPair(pair: Pair, candidates: FindingState[]): void {
   for (const state of candidates) {
     const current = state.familyPeriods.get(pair.familyId) ?? [];
     const last = current[current.length - 1];
-    const reported = pair.reports.some((r) => reportsFinding(r, state.id));
-    if (!reported && !(last && isOpen(last))) continue; // closed and not reported: nothing changes
+    if (!pairReports(pair, state.id) && !(last && isOpen(last))) continue; // closed and not reported: nothing changes
     let periods = current;
-    for (const r of pair.reports) periods = extendFamily(periods, r.time, reportsFinding(r, state.id));
+    pair.reports.forEach((r, i) => {
+      periods = extendFamily(periods, r.time, pair.reported[i]!.has(state.id));
+    });
     setFamily(state, pair.familyId, periods);
   }
 }
@@ -82,7 +82,9 @@ export function rebuildPair(
   const sources = [...storedSources, ...pair.reports.map((r) => ({ id: r.sourceId, time: r.time }))];
   for (const state of candidates) {
     const reporters = new Set(storedReporters.get(state.id) ?? []);
-    for (const r of pair.reports) if (reportsFinding(r, state.id)) reporters.add(r.sourceId);
+    pair.reports.forEach((r, i) => {
+      if (pair.reported[i]!.has(state.id)) reporters.add(r.sourceId);
+    });
     setFamily(state, pair.familyId, walkFamily(sources, reporters));
   }
 }

@@ -35,11 +35,21 @@ class Interner<T> {
  */
 const own = (s: string): string => JSON.parse(JSON.stringify(s)) as string;
 
-const texts = new Interner<string>(8_000_000);
-const lists = new Interner<string[]>(4_000_000);
+/**
+ * The texts and lists of one ingesting process, shared among the reports it holds and the findings
+ * it loads (ReportBatcher owns one). Bounded: 8 M characters of texts, 4 M of lists.
+ */
+export class Interned {
+  private readonly texts = new Interner<string>(8_000_000);
+  private readonly lists = new Interner<string[]>(4_000_000);
 
-/** The shared instance of a text equal to `s`. */
-export const text = (s: string): string => (s === '' ? s : texts.get(s, (kept) => kept));
+  /** The shared instance of a text equal to `s`. */
+  text(s: string): string {
+    return s === '' ? s : this.texts.get(s, (kept) => kept);
+  }
 
-/** The shared instance of a list of texts equal to `l` (its users never mutate it). */
-export const list = (l: string[]): string[] => (l.length === 0 ? l : lists.get(JSON.stringify(l), () => l));
+  /** The shared instance of a list of texts equal to `l` (its users never mutate it). */
+  list(l: string[]): string[] {
+    return l.length === 0 ? l : this.lists.get(JSON.stringify(l), () => l);
+  }
+}

@@ -2,8 +2,8 @@ import { DelayedError, UnrecoverableError, WaitingError, type Job } from 'bullmq
 import type { Logger } from '../log.js';
 import { countReports } from '../observability/metrics.js';
 import { checkBundle } from '../queue/contract.js';
-import { ReportRejected, type JobLike, type JobOutcome, type ReportBatcher } from './batcher.js';
-import type { Prepared } from './prepare.js';
+import type { JobLike, JobOutcome, ReportBatcher } from './batcher.js';
+import { type Prepared, ReportRejected } from './prepare.js';
 
 /**
  * What the ingest workers do with one job: a report (`checks`) or a bundle of reports

@@ -1,7 +1,7 @@
 import * as ids from '../domain/ids.js';
 import { parseTimestamp } from '../domain/time.js';
 import type { FinishedReport, ReportVulnerability, ResourceGroupInput } from '../queue/contract.js';
-import { list, text } from './interned.js';
+import type { Interned } from './interned.js';
 
 /**
  * Turns a validated FINISHED report into the facts ingestion works with (SPEC §2–§3.4):
@@ -78,7 +78,7 @@ function sourceTime(report: FinishedReport): number {
   return parseTimestamp(text) as number; // validated by the contract
 }
 
-function detectionOf(v: ReportVulnerability, pos: number, targetId: string, identifier: string): Detection {
+function detectionOf(v: ReportVulnerability, pos: number, targetId: string, identifier: string, shared: Interned): Detection {
   const description = v.description ?? '';
   const issueId = ids.issueId(v.summary, description);
   const affectedResource = v.affected_resource ? v.affected_resource : identifier;
@@ -88,15 +88,16 @@ function detectionOf(v: ReportVulnerability, pos: number, targetId: string, iden
     affectedResource,
     pos,
     score: v.score ?? 0,
-    details: text(v.details ?? ''),
-    impactDetails: text(v.impact_details ?? ''),
-    resources: text(exposeResources(v.resources)),
-    fingerprint: v.fingerprint ? text(v.fingerprint) : 'NOT_PROVIDED',
-    affectedResourceString: text(v.affected_resource_string ?? ''),
+    details: shared.text(v.details ?? ''),
+    impactDetails: shared.text(v.impact_details ?? ''),
+    resources: shared.text(exposeResources(v.resources)),
+    fingerprint: v.fingerprint ? shared.text(v.fingerprint) : 'NOT_PROVIDED',
+    affectedResourceString: shared.text(v.affected_resource_string ?? ''),
   };
 }
 
-export function normalizeReport(report: FinishedReport): NormalizedReport {
+/** The report as ingestion holds it; its texts and lists are `shared`'s instances. */
+export function normalizeReport(report: FinishedReport, shared: Interned): NormalizedReport {
   const identifier = report.target;
   const targetId = ids.targetId(identifier);
   const options = report.options ?? '';
@@ -106,22 +107,22 @@ export function normalizeReport(report: FinishedReport): NormalizedReport {
   const byFinding = new Map<string, Detection>();
   const issues = new Map<string, IssueClaim>();
   vulnerabilities.forEach((v, pos) => {
-    const d = detectionOf(v, pos, targetId, identifier);
+    const d = detectionOf(v, pos, targetId, identifier, shared);
     const kept = byFinding.get(d.findingId);
     if (!kept || d.score > kept.score) byFinding.set(d.findingId, d);
 
-    const labels = list(normalizeLabels(v.labels));
+    const labels = shared.list(normalizeLabels(v.labels));
     const claim = issues.get(d.issueId);
     if (!claim) {
       issues.set(d.issueId, {
         issueId: d.issueId,
-        summary: text(v.summary),
-        description: text(v.description ?? ''),
+        summary: shared.text(v.summary),
+        description: shared.text(v.description ?? ''),
         details: {
           pos,
           cweId: v.cwe_id ?? 0,
-          recommendations: list(v.recommendations ?? []),
-          referenceLinks: list(v.references ?? []),
+          recommendations: shared.list(v.recommendations ?? []),
+          referenceLinks: shared.list(v.references ?? []),
         },
         ...(labels.length > 0 ? { labels: { pos, labels } } : {}),
       });

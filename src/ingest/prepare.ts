@@ -1,4 +1,5 @@
 import { checkReport, type FinishedReport } from '../queue/contract.js';
+import { Interned } from './interned.js';
 import { normalizeReport, type NormalizedReport } from './normalize.js';
 
 /**
@@ -11,9 +12,19 @@ export type Prepared =
   | { kind: 'ignored'; reason: string }
   | { kind: 'invalid'; reason: string };
 
+/** The job's report is invalid: it must fail without retry. */
+export class ReportRejected extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'ReportRejected';
+  }
+}
+
 export interface PrepareOptions {
   maxEventAgeDays: number;
   now: number;
+  /** The texts and lists the process shares (the batcher's); none: the report's own. */
+  interned?: Interned;
 }
 
 export function prepareReport(data: unknown, opts: PrepareOptions): Prepared {
@@ -25,7 +36,7 @@ export function prepareReport(data: unknown, opts: PrepareOptions): Prepared {
 
 /** `prepareReport` of a report `checkReport` already found FINISHED and valid (a converted scanner document's). */
 export function prepareChecked(checked: FinishedReport, opts: PrepareOptions): Exclude<Prepared, { kind: 'invalid' }> {
-  const report = normalizeReport(checked);
+  const report = normalizeReport(checked, opts.interned ?? new Interned());
   if (opts.maxEventAgeDays > 0 && report.time < opts.now - opts.maxEventAgeDays * 86_400) {
     return { kind: 'ignored', reason: `older than MAX_EVENT_AGE_DAYS (${opts.maxEventAgeDays})` };
   }

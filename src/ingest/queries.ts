@@ -1,7 +1,7 @@
 import { inUuids } from '../storage/bound-lists.js';
 import type { Store } from '../storage/gateway.js';
 import { TimeSlices } from '../time-slices.js';
-import { text } from './interned.js';
+import type { Interned } from './interned.js';
 import type { Severity } from '../domain/severity.js';
 import type { FindingState } from './finding-state.js';
 import type { DetectionRank } from './normalize.js';
@@ -93,7 +93,7 @@ export async function familyHeads(store: Store, targets: string[], families: str
 const STATE_FIELDS = `id, target_id, issue_id, affected_resource, version, status, severity, score,
             arrayStringConcat(arrayMap(p -> concat(toString(p.1), ',', toString(toUInt32(p.2)), ',', toString(toUInt32(p.3))), family_periods), ';')`;
 
-function stateFromFields(f: string[]): FindingState {
+function stateFromFields(f: string[], shared: Interned): FindingState {
   const [id, targetId, issueId, affectedResource, version, status, severity, score, periods] = f as [
     string,
     string,
@@ -110,7 +110,7 @@ function stateFromFields(f: string[]): FindingState {
   if (periods !== '') {
     for (const period of periods.split(';')) {
       const [familyText, found, fixed] = period.split(',') as [string, string, string];
-      const family = text(familyText);
+      const family = shared.text(familyText);
       const p = { found: Number(found), fixed: Number(fixed) };
       fp.push([family, p.found, p.fixed]);
       const list = familyPeriods.get(family);
@@ -120,9 +120,9 @@ function stateFromFields(f: string[]): FindingState {
   }
   return {
     id,
-    targetId: text(targetId),
-    issueId: text(issueId),
-    affectedResource: text(affectedResource),
+    targetId: shared.text(targetId),
+    issueId: shared.text(issueId),
+    affectedResource: shared.text(affectedResource),
     familyPeriods,
     score: Number(score),
     stored: { version: Number(version), status, severity, score: Number(score), familyPeriods: fp },
@@ -138,6 +138,7 @@ function stateFromFields(f: string[]): FindingState {
 export async function loadFindings(
   store: Store,
   q: { targets: string[]; ids: string[]; openFamilies: string[]; anyFamilies: string[] },
+  shared: Interned,
 ): Promise<Map<string, FindingState>> {
   if (q.targets.length === 0) return new Map();
   const rows = await store.queryFields(
@@ -152,7 +153,7 @@ export async function loadFindings(
   const states = new Map<string, FindingState>();
   const slices = new TimeSlices();
   for (const f of rows) {
-    states.set(f[0]!, stateFromFields(f));
+    states.set(f[0]!, stateFromFields(f, shared));
     if (slices.due) await slices.turn();
   }
   return states;

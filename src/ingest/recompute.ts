@@ -130,7 +130,7 @@ async function rederive(
   for (const [key, found] of candidates) {
     if (slices.due) await slices.turn();
     const [targetId, familyId] = key.split('/') as [string, string];
-    rebuildPair({ targetId, familyId, reports: [], fast: false }, [...found], sourcesByPair.get(key) ?? [], reporters);
+    rebuildPair({ targetId, familyId, reports: [], reported: [], fast: false }, [...found], sourcesByPair.get(key) ?? [], reporters);
   }
   return states;
 }

@@ -29,68 +29,64 @@ const summed = names.map((c) => `sum(${c}) AS ${c}`).join(', ');
 const negated = names.map((c) => `-${c} AS ${c}`).join(', ');
 const changed = names.map((c) => `${c} != 0`).join(' OR ');
 
+/** Each statement, in order (the team counters are checked against the targets' corrected ones), over `targets`' findings. */
+const STATEMENTS: ((targets: string) => string)[] = [
+  // Per target: what its current findings count, minus what the counters hold.
+  (targets) =>
+    `INSERT INTO finding_counts
+      SELECT target_id, ${summed}
+      FROM
+      (
+          SELECT target_id, ${expected}
+          FROM findings FINAL WHERE ${targets} GROUP BY target_id
+          UNION ALL
+          SELECT target_id, ${negated} FROM finding_counts WHERE ${targets}
+      )
+      GROUP BY target_id
+      HAVING ${changed}`,
+  // Per team of each target, against the target's (now right) counters.
+  (targets) =>
+    `INSERT INTO team_finding_counts
+      SELECT team, target_id, ${summed}
+      FROM
+      (
+          SELECT t.team AS team, target_id, ${names.join(', ')}
+          FROM finding_counts
+          INNER JOIN (SELECT DISTINCT team, target_id FROM target_teams WHERE ${targets}) AS t USING (target_id)
+          WHERE ${targets}
+          UNION ALL
+          SELECT team, target_id, ${negated} FROM team_finding_counts WHERE ${targets}
+      )
+      GROUP BY team, target_id
+      HAVING ${changed}`,
+  // The team copies are versioned rows: the current versions again (a copy that arrived replaces nothing).
+  (targets) =>
+    `INSERT INTO team_findings
+      SELECT t.team AS team, target_id, id, issue_id, affected_resource, version, status, score, severity, found_at, fixed_at,
+             first_found_at, last_found_at, closed_exposure, ttr_sum, ttr_count
+      FROM findings FINAL
+      INNER JOIN (SELECT DISTINCT team, target_id FROM target_teams WHERE ${targets}) AS t USING (target_id)
+      WHERE ${targets}`,
+  // Per issue with a finding on these targets: all its findings, minus its counter.
+  (targets) =>
+    `INSERT INTO issue_finding_counts
+      SELECT issue_id, sum(open) AS open, sum(fixed) AS fixed
+      FROM
+      (
+          SELECT issue_id, toInt64(countIf(status = 'OPEN')) AS open, toInt64(countIf(status = 'FIXED')) AS fixed
+          FROM findings FINAL
+          WHERE issue_id IN (SELECT DISTINCT issue_id FROM findings WHERE ${targets})
+          GROUP BY issue_id
+          UNION ALL
+          SELECT issue_id, -open AS open, -fixed AS fixed FROM issue_finding_counts
+          WHERE issue_id IN (SELECT DISTINCT issue_id FROM findings WHERE ${targets})
+      )
+      GROUP BY issue_id
+      HAVING open != 0 OR fixed != 0`,
+];
+
 export async function reconcileDerived(store: Store, targetIds: string[]): Promise<void> {
   if (targetIds.length === 0) return;
   const targets = inUuids('target_id', 'targets', targetIds);
-  const params = { targets: targetIds };
-  // Per target: what its current findings count, minus what the counters hold.
-  await store.command(
-    `INSERT INTO finding_counts
-     SELECT target_id, ${summed}
-     FROM
-     (
-         SELECT target_id, ${expected}
-         FROM findings FINAL WHERE ${targets} GROUP BY target_id
-         UNION ALL
-         SELECT target_id, ${negated} FROM finding_counts WHERE ${targets}
-     )
-     GROUP BY target_id
-     HAVING ${changed}`,
-    params,
-  );
-  // Per team of each target, against the target's (now right) counters.
-  await store.command(
-    `INSERT INTO team_finding_counts
-     SELECT team, target_id, ${summed}
-     FROM
-     (
-         SELECT t.team AS team, target_id, ${names.join(', ')}
-         FROM finding_counts
-         INNER JOIN (SELECT DISTINCT team, target_id FROM target_teams WHERE ${targets}) AS t USING (target_id)
-         WHERE ${targets}
-         UNION ALL
-         SELECT team, target_id, ${negated} FROM team_finding_counts WHERE ${targets}
-     )
-     GROUP BY team, target_id
-     HAVING ${changed}`,
-    params,
-  );
-  // The team copies are versioned rows: the current versions again (a copy that arrived replaces nothing).
-  await store.command(
-    `INSERT INTO team_findings
-     SELECT t.team AS team, target_id, id, issue_id, affected_resource, version, status, score, severity, found_at, fixed_at,
-            first_found_at, last_found_at, closed_exposure, ttr_sum, ttr_count
-     FROM findings FINAL
-     INNER JOIN (SELECT DISTINCT team, target_id FROM target_teams WHERE ${targets}) AS t USING (target_id)
-     WHERE ${targets}`,
-    params,
-  );
-  // Per issue with a finding on these targets: all its findings, minus its counter.
-  await store.command(
-    `INSERT INTO issue_finding_counts
-     SELECT issue_id, sum(open) AS open, sum(fixed) AS fixed
-     FROM
-     (
-         SELECT issue_id, toInt64(countIf(status = 'OPEN')) AS open, toInt64(countIf(status = 'FIXED')) AS fixed
-         FROM findings FINAL
-         WHERE issue_id IN (SELECT DISTINCT issue_id FROM findings WHERE ${targets})
-         GROUP BY issue_id
-         UNION ALL
-         SELECT issue_id, -open AS open, -fixed AS fixed FROM issue_finding_counts
-         WHERE issue_id IN (SELECT DISTINCT issue_id FROM findings WHERE ${targets})
-     )
-     GROUP BY issue_id
-     HAVING open != 0 OR fixed != 0`,
-    params,
-  );
+  for (const statement of STATEMENTS) await store.command(statement(targets), { targets: targetIds });
 }

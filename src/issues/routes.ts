@@ -1,9 +1,8 @@
 import Router from '@koa/router';
-import { answerFindingList, answerMttr, issueTargetFinding, targetsOfIssueList } from '../answers.js';
 import { issuesInScope, scopeOf } from '../auth/scope.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
-import { findingListQuery, paging, parseQuery } from '../filters/params.js';
+import { paging, parseQuery } from '../filters/params.js';
 import type { ApiContext } from '../http/context.js';
 import { routePath } from '../http/endpoint.js';
 import { ISSUE_ENDPOINTS as E } from './endpoints.js';
@@ -23,30 +22,6 @@ export function issueRoutes(api: ApiContext): Router {
     const issue = isUuid(id) ? (await issuesByIds(api.store, [id], issuesInScope(scopeOf(ctx)))).get(id) : undefined;
     if (!issue) throw dbErrors.notFound();
     ctx.body = { issue };
-  });
-
-  router.get(routePath(E.findings), async (ctx) => {
-    const { filters, page } = findingListQuery(ctx.query, api);
-    const id = ctx.params.issue_id!;
-    await answerFindingList(ctx, api, isUuid(id) ? { issueId: id } : undefined, filters, page);
-  });
-
-  router.get(routePath(E.targets), async (ctx) => {
-    const page = paging(parseQuery(E.targets.params, ctx.query, api), api);
-    ctx.body = await targetsOfIssueList(api, scopeOf(ctx), ctx.params.issue_id!, page);
-  });
-
-  router.get(routePath(E.finding), async (ctx) => {
-    ctx.body = await issueTargetFinding(api, scopeOf(ctx), ctx.params.issue_id!, ctx.params.target_id!);
-  });
-
-  router.get(routePath(E.resourceFinding), async (ctx) => {
-    ctx.body = await issueTargetFinding(api, scopeOf(ctx), ctx.params.issue_id!, ctx.params.target_id!, ctx.params.resource!);
-  });
-
-  router.get(routePath(E.mttr), async (ctx) => {
-    const id = ctx.params.issue_id!;
-    ctx.body = await answerMttr(api, scopeOf(ctx), isUuid(id) ? { base: { issueId: id } } : undefined);
   });
 
   return router;

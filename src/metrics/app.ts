@@ -1,7 +1,6 @@
-import Router from '@koa/router';
 import Koa from 'koa';
 import { nowSeconds } from '../domain/time.js';
-import { ApiError, type ErrorRenderer } from '../errors.js';
+import { type ErrorRenderer, metricsErrors } from '../errors.js';
 import { errorMiddleware } from '../http/error-middleware.js';
 import { ignoreTrailingSlash, mountRoutes } from '../http/middleware.js';
 import { useLinearQuery } from '../http/query.js';
@@ -10,22 +9,21 @@ import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
 import { authenticate } from './auth.js';
 import { ResponseCache, type CacheSettings } from '../cache/response-cache.js';
-import type { TokenKeys } from './keys.js';
+import type { TokenKeys } from '../auth/keys.js';
+import { METRICS_PREFIX } from './endpoints.js';
 import { metricRoutes } from './routes.js';
 import { DEFAULT_SLA_POLICY, type SlaPolicy, slaVariant } from '../sla/policy.js';
-import { metricsErrors } from './errors.js';
 import { observeRequests } from '../observability/requests.js';
 import { webhookRoutes } from '../notifications/routes.js';
 import { type Resolver, systemResolver } from '../notifications/url-policy.js';
 import type { WebhookLimits } from '../config.js';
 import { decisionRoutes, type DecisionRouteDeps } from '../decisions/routes.js';
 import { meRoutes } from './me.js';
+import { HEALTH_ENDPOINTS } from '../health/endpoints.js';
+import { healthRoutes } from '../health/routes.js';
 import { uiRoutes, type UiSettings } from '../ui/routes.js';
 
 /** The security metrics API (SPEC §8) under /api/v1: builds the Koa app; never listens. */
-
-/** Every metrics API path starts with it (SPEC §8.3). */
-export const METRICS_PREFIX = '/api/v1';
 
 const typeOf: Record<number, string> = {
   401: 'Unauthorized',
@@ -44,12 +42,10 @@ export const metricsBody: ErrorRenderer = (err) => ({
   type: err.type ?? typeOf[err.status] ?? 'Error',
 });
 
-export { metricsErrors };
-
 export interface MetricsApiDeps {
   store: Store;
   log: Logger;
-  /** Token verification keys (src/metrics/keys.ts). */
+  /** Token verification keys (src/auth/keys.ts). */
   keys: TokenKeys;
   /** Redis read-through cache of responses; without it every answer is computed. */
   cache?: CacheSettings | undefined;
@@ -76,11 +72,7 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
   app.use(ignoreTrailingSlash);
   // Too many parameters is refused at the query validation step (SPEC §8.2 order; schema.ts).
   useLinearQuery(app);
-  const health = new Router();
-  health.get('/healthcheck', async (ctx) => {
-    if (!(await deps.store.ping())) throw new ApiError(503, 'Unavailable', 'Unavailable');
-    ctx.body = { status: 'OK' };
-  });
+  const health = healthRoutes({ store: deps.store, endpoint: HEALTH_ENDPOINTS.metrics, unavailable: metricsErrors.unavailable });
   const verified = authenticate(deps.keys);
   const metrics = metricRoutes({
     store: deps.store,

@@ -1,6 +1,6 @@
 import { authenticate as verifyBearer, type Caller } from '../auth/tokens.js';
-import { metricsErrors } from './errors.js';
-import type { TokenKeys } from './keys.js';
+import { metricsErrors } from '../errors.js';
+import type { TokenKeys } from '../auth/keys.js';
 
 /**
  * Authentication and authorization of the metrics API (SPEC §8.1). Tokens are verified by the

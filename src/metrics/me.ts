@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { z } from 'zod';
-import type { Endpoint } from '../http/endpoint.js';
+import { type Endpoint, routePath } from '../http/endpoint.js';
 import { callerOf } from './auth.js';
 
 /**
@@ -22,18 +22,18 @@ export const meResponse = z
   .strict()
   .describe('The authenticated caller');
 
-export const meOperation: Endpoint = {
+export const ME_ENDPOINT = {
   method: 'get',
-  path: '/api/v1/me',
+  path: '/me',
   tag: 'metrics: caller',
   summary: 'The authenticated caller: subject, teams and whether an admin',
   response: meResponse,
   errors: [401],
-};
+} satisfies Endpoint;
 
 export function meRoutes(authenticate: Middleware): Router {
   const router = new Router();
-  router.get('/me', authenticate, (ctx) => {
+  router.get(routePath(ME_ENDPOINT), authenticate, (ctx) => {
     const { sub, teams, admin } = callerOf(ctx);
     ctx.body = { caller: { sub, teams, admin } } satisfies z.infer<typeof meResponse>;
   });

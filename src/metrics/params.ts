@@ -3,7 +3,7 @@ import { isUuid } from '../domain/uuid.js';
 import { checkDates, querySchema, toFilters, type FieldName } from '../filters/params.js';
 import { tooManyParams } from '../http/query.js';
 import type { StatFilters } from '../stats/filters.js';
-import { metricsErrors } from './errors.js';
+import { metricsErrors } from '../errors.js';
 
 /**
  * Query parameters of the metrics API (SPEC §8.3): the database API's field definitions, with

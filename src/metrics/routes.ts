@@ -1,7 +1,6 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { isUuid } from '../domain/uuid.js';
-import type { FieldName } from '../filters/params.js';
 import { assetStats } from '../stats/assets.js';
 import { findingCounts } from '../stats/counts.js';
 import { currentExposureStats, totalExposureStats } from '../stats/exposure.js';
@@ -11,8 +10,11 @@ import { slaStats } from '../stats/sla.js';
 import type { SlaPolicy } from '../sla/policy.js';
 import type { Store } from '../storage/gateway.js';
 import { answerCached, normalisedParams, type ResponseCache } from '../cache/response-cache.js';
+import { STAT_ENDPOINTS } from '../stats/endpoints.js';
+import { routePath } from '../http/endpoint.js';
+import { type MetricDeclaration, metricEndpoints } from './endpoints.js';
 import { authorizeGlobal, authorizeTeam, callerOf } from './auth.js';
-import { metricsErrors } from './errors.js';
+import { metricsErrors } from '../errors.js';
 import { metricQuery, requestedTeams } from './params.js';
 
 /**
@@ -23,13 +25,10 @@ import { metricQuery, requestedTeams } from './params.js';
  * database API computes too.
  */
 
-interface Metric {
+interface Metric extends MetricDeclaration {
   name: string;
-  path: string;
   /** Response body key (SPEC §8.3). */
   key: string;
-  params: readonly FieldName[];
-  rejectAtDate?: boolean;
   compute: (store: Store, f: StatFilters, now: number, slaPolicy: SlaPolicy) => Promise<unknown>;
   /** Whether the answer for these filters depends on "now" (shorter cache lifetime). */
   clockDependent: (f: StatFilters) => boolean;
@@ -41,6 +40,7 @@ const noDates = (f: StatFilters) => f.atDate === undefined && f.minDate === unde
 export const METRICS: readonly Metric[] = [
   {
     name: 'open',
+    stat: STAT_ENDPOINTS.open,
     path: 'stats/open',
     key: 'open_issues',
     params: COUNT_PARAMS,
@@ -49,6 +49,7 @@ export const METRICS: readonly Metric[] = [
   },
   {
     name: 'fixed',
+    stat: STAT_ENDPOINTS.fixed,
     path: 'stats/fixed',
     key: 'fixed_issues',
     params: COUNT_PARAMS,
@@ -58,6 +59,7 @@ export const METRICS: readonly Metric[] = [
   },
   {
     name: 'mttr',
+    stat: STAT_ENDPOINTS.mttr,
     path: 'stats/mttr',
     key: 'mttr',
     params: ['minDate', 'maxDate', 'minScore', 'maxScore', 'labels', 'includeSuppressed'],
@@ -67,6 +69,7 @@ export const METRICS: readonly Metric[] = [
   },
   {
     name: 'exposure',
+    stat: STAT_ENDPOINTS.exposure,
     path: 'stats/exposure',
     key: 'exposure',
     params: ['atDate', 'minScore', 'maxScore', 'includeSuppressed'],
@@ -75,6 +78,7 @@ export const METRICS: readonly Metric[] = [
   },
   {
     name: 'current_exposure',
+    stat: STAT_ENDPOINTS.currentExposure,
     path: 'stats/exposure/current',
     key: 'current_exposure',
     params: ['atDate', 'minScore', 'maxScore', 'labels', 'includeSuppressed'],
@@ -83,6 +87,7 @@ export const METRICS: readonly Metric[] = [
   },
   {
     name: 'assets',
+    stat: STAT_ENDPOINTS.assets,
     path: 'stats/assets',
     key: 'assets',
     params: ['identifiers', 'labels', 'includeSuppressed'],
@@ -91,6 +96,7 @@ export const METRICS: readonly Metric[] = [
   },
   {
     name: 'sla',
+    stat: STAT_ENDPOINTS.sla,
     path: 'stats/sla',
     key: 'sla',
     params: COUNT_PARAMS,
@@ -127,8 +133,9 @@ export function metricRoutes(deps: MetricRouteDeps): Router {
 
   for (const metric of METRICS) {
     const parse = metricQuery(metric.params, metric.rejectAtDate ? { rejectAtDate: true } : {});
+    const endpoints = metricEndpoints(metric);
 
-    router.get(`/teams/:team_id/${metric.path}`, deps.authenticate, async (ctx) => {
+    router.get(routePath(endpoints.team), deps.authenticate, async (ctx) => {
       const team = ctx.params.team_id!;
       if (!isUuid(team)) throw metricsErrors.malformedId();
       authorizeTeam(callerOf(ctx), team);
@@ -136,7 +143,7 @@ export function metricRoutes(deps: MetricRouteDeps): Router {
       await answer(ctx, metric, `team:${team}`, filters, [team]);
     });
 
-    router.get(`/${metric.path}`, deps.authenticate, async (ctx) => {
+    router.get(routePath(endpoints.global), deps.authenticate, async (ctx) => {
       const teams = requestedTeams(ctx.query);
       authorizeGlobal(callerOf(ctx), teams);
       const filters = parse(ctx.query, teams);

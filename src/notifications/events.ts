@@ -1,4 +1,5 @@
 import { uuidv5 } from '../domain/ids.js';
+import type { DecisionAction, EventType } from '../queue/contract.js';
 
 /**
  * Notification events (SPEC §9.1). An event's id derives from the change it describes, never from
@@ -6,12 +7,6 @@ import { uuidv5 } from '../domain/ids.js';
  * or a periodic check that runs twice over an instant all produce the same id, and receivers
  * deduplicate on it (at least once).
  */
-
-export const EVENT_TYPES = ['finding.opened', 'finding.reopened', 'finding.fixed', 'finding.sla_breached', 'finding.decision'] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
-
-/** What happened to a decision (SPEC §12.3): a `finding.decision` event says which. */
-export type DecisionAction = 'made' | 'revoked' | 'expired';
 
 /**
  * A decision as the metrics API renders it (SPEC §12.3), carried as is in the delivery body;

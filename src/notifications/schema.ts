@@ -1,12 +1,39 @@
 import { z } from 'zod';
-import { METRICS_PREFIX } from '../metrics/app.js';
-import type { Endpoint as Operation } from '../http/endpoint.js';
-import { EVENT_TYPES } from './events.js';
-import { subscriptionBody } from './routes.js';
+import { safeText } from '../domain/text.js';
+import { isUuid } from '../domain/uuid.js';
+import { EVENT_TYPES } from '../queue/contract.js';
 
-/** The webhook routes as the OpenAPI document presents them (SPEC §9.1). */
+/** The bodies of the webhook endpoints (SPEC §9.1). */
 
-const webhook = z
+const httpUrl = safeText({ error: 'url: must be a string' })
+  .max(2048, { error: 'url: at most 2048 characters' })
+  .refine(
+    (text) => {
+      try {
+        const url = new URL(text);
+        return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+      } catch {
+        return false;
+      }
+    },
+    { error: 'url: must be an http or https URL' },
+  );
+
+/** SPEC §9.1: the body of POST /webhooks. */
+export const subscriptionBody = z.object(
+  {
+    url: httpUrl,
+    secret: safeText({ error: 'secret: must be a string' }).max(1024, { error: 'secret: at most 1024 characters' }).nullish(),
+    teams: z
+      .array(safeText().refine(isUuid, { error: 'teams: each must be a team id (UUID)' }), { error: 'teams: must be an array of team ids' })
+      .max(1000, { error: 'teams: at most 1000' })
+      .nullish(),
+    events: z.array(z.enum(EVENT_TYPES, { error: `events: each must be one of ${EVENT_TYPES.join(', ')}` })).nullish(),
+  },
+  { error: 'the body must be a JSON object' },
+);
+
+export const webhookView = z
   .object({
     id: z.string().describe('Subscription UUID'),
     url: z.string().describe('http or https URL the events are POSTed to'),
@@ -16,45 +43,3 @@ const webhook = z
   })
   .strict()
   .describe('A subscription (its secret is never returned)');
-
-const DELIVERY =
-  'Deliveries: POST of {"id", "type", "time", "finding"} (decision events also carry "decision") with headers X-Vulndb-Event, ' +
-  'X-Vulndb-Delivery (the event id, the same on every retry) and, with a secret, X-Vulndb-Signature: sha256=<hex HMAC-SHA256 of the ' +
-  'raw body>. A non-2xx answer or none within 10 s is retried with exponential backoff for more than 24 h, then kept as failed ' +
-  '(vulndb jobs failed --queue notifications).';
-
-export const webhookOperations: Operation[] = [
-  {
-    method: 'post',
-    path: `${METRICS_PREFIX}/webhooks`,
-    tag: 'metrics: webhooks',
-    summary: 'Subscribe a URL to finding events (admin only)',
-    description:
-      'http(s) URLs without user-info, at most 2,048 characters, reaching public addresses only unless WEBHOOK_ALLOW_PRIVATE=true ' +
-      `(422 otherwise); at most MAX_WEBHOOKS subscriptions (422 "too many webhooks"). Redirects are not followed. ${DELIVERY}`,
-    body: subscriptionBody,
-    status: 201,
-    response: z.object({ webhook }).strict().describe('The subscription made'),
-    errors: [401, 403, 413, 415, 422, 503],
-  },
-  {
-    method: 'get',
-    path: `${METRICS_PREFIX}/webhooks`,
-    tag: 'metrics: webhooks',
-    summary: 'Every subscription (admin only)',
-    response: z
-      .object({ webhooks: z.array(webhook) })
-      .strict()
-      .describe('The subscriptions, by creation time (whole seconds), then id'),
-    errors: [401, 403, 503],
-  },
-  {
-    method: 'delete',
-    path: `${METRICS_PREFIX}/webhooks/{id}`,
-    tag: 'metrics: webhooks',
-    summary: 'Delete a subscription (admin only); events not yet delivered to it are dropped',
-    status: 204,
-    response: z.null().describe('Deleted'),
-    errors: [401, 403, 404, 503],
-  },
-];

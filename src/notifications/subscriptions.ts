@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { formatInstant, nowSeconds } from '../domain/time.js';
 import type { Store } from '../storage/gateway.js';
-import type { EventType } from './events.js';
+import type { EventType } from '../queue/contract.js';
 import { withoutPassword } from './url-policy.js';
 
 /**

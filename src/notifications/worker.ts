@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { type Job, type Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { nowSeconds } from '../domain/time.js';
 import type { Logger } from '../log.js';
@@ -94,7 +94,7 @@ async function attempt(deliverer: Deliverer, s: Subscription, delivery: Delivery
   }
 }
 
-export function startNotifications(deps: {
+interface NotificationsDeps {
   store: Store;
   /** For enqueueing (fails fast while Redis is away). */
   redis: Redis;
@@ -106,16 +106,13 @@ export function startNotifications(deps: {
   /** WEBHOOK_ALLOW_PRIVATE: deliveries may reach non-public addresses. */
   allowPrivate: boolean;
   options?: NotificationsOptions | undefined;
-}): Notifications {
-  const opts = deps.options ?? {};
-  const deliverer = createDeliverer(
-    { allowPrivate: deps.allowPrivate, resolve: opts.resolve ?? systemResolver },
-    opts.timeoutMs ?? DELIVERY_TIMEOUT_MS,
-  );
-  const log = deps.log;
-  const queue = notificationsQueue(deps.redis, deps.names);
-  const subscription = subscriptionLookup(deps.store);
+}
 
+/** The `notifications` queue's worker: dispatch jobs become deliveries, deliveries are attempted. */
+function startWorker(deps: NotificationsDeps, queue: Queue, deliverer: Deliverer): Worker {
+  const opts = deps.options ?? {};
+  const { log } = deps;
+  const subscription = subscriptionLookup(deps.store);
   const handle = async (job: Job) => {
     if (job.name === 'dispatch') {
       return dispatch(
@@ -144,6 +141,17 @@ export function startNotifications(deps: {
       reason: err.message,
     });
   });
+  return worker;
+}
+
+export function startNotifications(deps: NotificationsDeps): Notifications {
+  const opts = deps.options ?? {};
+  const deliverer = createDeliverer(
+    { allowPrivate: deps.allowPrivate, resolve: opts.resolve ?? systemResolver },
+    opts.timeoutMs ?? DELIVERY_TIMEOUT_MS,
+  );
+  const queue = notificationsQueue(deps.redis, deps.names);
+  const worker = startWorker(deps, queue, deliverer);
 
   const checks: PeriodicCheck[] = [(window) => decisionExpiries(deps.store, window), ...(opts.checks ?? [])];
   const policy = deps.slaPolicy;
@@ -152,7 +160,7 @@ export function startNotifications(deps: {
     redis: deps.redis,
     names: deps.names,
     queue,
-    log,
+    log: deps.log,
     checks,
     intervalMs: opts.checkIntervalMs ?? 60_000,
     now: opts.now ?? nowSeconds,

@@ -2,7 +2,7 @@ import client from 'prom-client';
 import { NOTIFICATIONS_QUEUE } from '../queue/contract.js';
 
 /**
- * The service's Prometheus metrics (served by the admin listener, src/observability/admin.ts):
+ * The service's Prometheus metrics (served by the admin listener, src/admin/server.ts):
  * prom-client's default process metrics plus the series below. One registry per process; the
  * places that count import the metric they update.
  */
@@ -94,67 +94,60 @@ for (const kind of STATEMENT_KINDS) storeErrors.inc({ kind }, 0);
 
 /** Whether the store and Redis answer: the probe of /readyz, also run at each scrape. */
 export type ReadinessProbe = () => Promise<{ store: boolean; redis: boolean }>;
-let readinessProbe: ReadinessProbe | undefined;
-
-new client.Gauge({
-  name: 'vulndb_ready',
-  help: '1 when the dependency answers the probe of /readyz at this scrape, 0 when not: store, redis',
-  labelNames: ['dependency'] as const,
-  registers,
-  async collect() {
-    if (!readinessProbe) return;
-    const ready = await readinessProbe();
-    this.set({ dependency: 'store' }, ready.store ? 1 : 0);
-    this.set({ dependency: 'redis' }, ready.redis ? 1 : 0);
-  },
-});
-
-/** What the readiness gauge probes (the process's store and Redis). */
-export function watchReadiness(probe: ReadinessProbe | undefined): void {
-  readinessProbe = probe;
-}
 
 /** Jobs per queue and state, read from Redis at each scrape. */
 export type QueueCounts = () => Promise<{ queue: string; counts: Record<string, number> }[]>;
-let queueCounts: QueueCounts | undefined;
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 
-new client.Gauge({
-  name: 'vulndb_queue_jobs',
-  help: 'Jobs per queue and state (waiting, active, delayed, failed)',
-  labelNames: ['queue', 'state'] as const,
-  registers,
-  async collect() {
-    if (!queueCounts) return;
-    this.reset();
-    try {
-      for (const { queue, counts } of await queueCounts()) {
-        for (const state of QUEUE_STATES) this.set({ queue, state }, counts[state] ?? 0);
+/**
+ * The gauges one admin listener reads from its own process's store, Redis and queues at each
+ * scrape: a registry of their own, served beside `registry` (each listener asks its own deps, so
+ * two services in one process, as in tests, do not read each other's).
+ */
+export function dependencyGauges(probe: ReadinessProbe, queueCounts: QueueCounts): client.Registry {
+  const own = new client.Registry();
+  const registers = [own];
+  new client.Gauge({
+    name: 'vulndb_ready',
+    help: '1 when the dependency answers the probe of /readyz at this scrape, 0 when not: store, redis',
+    labelNames: ['dependency'] as const,
+    registers,
+    async collect() {
+      const ready = await probe();
+      this.set({ dependency: 'store' }, ready.store ? 1 : 0);
+      this.set({ dependency: 'redis' }, ready.redis ? 1 : 0);
+    },
+  });
+  new client.Gauge({
+    name: 'vulndb_queue_jobs',
+    help: 'Jobs per queue and state (waiting, active, delayed, failed)',
+    labelNames: ['queue', 'state'] as const,
+    registers,
+    async collect() {
+      this.reset();
+      try {
+        for (const { queue, counts } of await queueCounts()) {
+          for (const state of QUEUE_STATES) this.set({ queue, state }, counts[state] ?? 0);
+        }
+      } catch {
+        // Redis unreachable: no queue series in this scrape (readyz says why).
       }
-    } catch {
-      // Redis unreachable: no queue series in this scrape (readyz says why).
-    }
-  },
-});
-
-new client.Gauge({
-  name: 'vulndb_webhook_delivery_backlog',
-  help: 'Jobs of the notifications queue not yet taken: waiting plus delayed (retries waiting for their backoff)',
-  registers,
-  async collect() {
-    if (!queueCounts) return;
-    try {
-      const notifications = (await queueCounts()).find((q) => q.queue === NOTIFICATIONS_QUEUE);
-      if (notifications) this.set((notifications.counts.waiting ?? 0) + (notifications.counts.delayed ?? 0));
-    } catch {
-      // Redis unreachable: the last value stays (readyz says why).
-    }
-  },
-});
-
-/** Where the queue gauge reads its counts (the process's queues). */
-export function watchQueues(counts: QueueCounts | undefined): void {
-  queueCounts = counts;
+    },
+  });
+  new client.Gauge({
+    name: 'vulndb_webhook_delivery_backlog',
+    help: 'Jobs of the notifications queue not yet taken: waiting plus delayed (retries waiting for their backoff)',
+    registers,
+    async collect() {
+      try {
+        const notifications = (await queueCounts()).find((q) => q.queue === NOTIFICATIONS_QUEUE);
+        if (notifications) this.set((notifications.counts.waiting ?? 0) + (notifications.counts.delayed ?? 0));
+      } catch {
+        // Redis unreachable: the last value stays (readyz says why).
+      }
+    },
+  });
+  return own;
 }
 
 const buildInfo = new client.Gauge({

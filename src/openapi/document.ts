@@ -3,7 +3,8 @@ import { CACHE_STATUSES } from '../cache/response-cache.js';
 import { querySchema, type PageLimits } from '../filters/params.js';
 import { errorBodySchema } from '../http/schema.js';
 import { IMPORT_FORMAT_NAMES } from '../imports/formats.js';
-import { dbOperations, metricsOperations, type Operation } from './operations.js';
+import type { Endpoint } from '../http/endpoint.js';
+import { dbOperations, metricsOperations } from './operations.js';
 
 /**
  * The OpenAPI 3.1 document of both APIs — the database API (DB_API_PORT, 8080 by default) and the
@@ -30,7 +31,7 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
 
 const pathParams = (path: string) => [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
 
-function parameters(op: Operation, limits: PageLimits, api: Api) {
+function parameters(op: Endpoint, limits: PageLimits, api: Api) {
   const out: Record<string, unknown>[] = pathParams(op.path).map((name) => ({ name, in: 'path', required: true, ...api.pathParam(name) }));
   if (op.params && op.params.length > 0) {
     const props = (jsonSchema(querySchema(op.params, limits), 'input').properties ?? {}) as Record<string, Record<string, unknown>>;
@@ -90,9 +91,9 @@ interface Api {
   errorSchema: string;
   errorText: Record<number, string>;
   /** Operation-level `security`, when it differs from the document's. */
-  security(op: Operation): unknown[] | undefined;
+  security(op: Endpoint): unknown[] | undefined;
   /** Error statuses that authentication and authorization add to an operation. */
-  authErrors(op: Operation): number[];
+  authErrors(op: Endpoint): number[];
   pathParam(name: string): Record<string, unknown>;
   paramDescription: Partial<Record<string, string>>;
 }
@@ -147,17 +148,17 @@ const X_CACHE = {
   },
 };
 
-const operationId = (op: Operation) =>
+const operationId = (op: Endpoint) =>
   `${op.method}${op.path.replace(/\{([^}]+)\}/g, 'By_$1').replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase())}`;
 
-function requestBody(op: Operation): Record<string, unknown> | undefined {
+function requestBody(op: Endpoint): Record<string, unknown> | undefined {
   if (!op.body) return undefined;
   const body = jsonSchema(op.body, 'input');
   const schema = op.otherBodies ? { oneOf: [body, ...op.otherBodies] } : body;
   return { required: true, content: { 'application/json': { schema } } };
 }
 
-function operation(op: Operation, limits: PageLimits, api: Api) {
+function operation(op: Endpoint, limits: PageLimits, api: Api) {
   const error = (status: number) => ({
     description: api.errorText[status] ?? 'Internal Server Error',
     content: { 'application/json': { schema: { $ref: `#/components/schemas/${api.errorSchema}` } } },

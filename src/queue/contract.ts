@@ -2,7 +2,6 @@ import type { JobsOptions } from 'bullmq';
 import { z } from 'zod';
 import { wellFormed, wellFormedJson } from '../domain/text.js';
 import { parseTimestamp } from '../domain/time.js';
-import { EVENT_TYPES } from '../notifications/events.js';
 
 /**
  * The queue contract shared by every producer (POST /checks, `vulndb import`, the demo) and the
@@ -212,6 +211,14 @@ export const NOTIFICATIONS_QUEUE = 'notifications';
 /** Every queue of the service: the ones `vulndb jobs --queue` accepts. */
 export const QUEUES: readonly string[] = [CHECKS_QUEUE, CHECK_BUNDLES_QUEUE, NOTIFICATIONS_QUEUE];
 
+/** The notification events (SPEC §9.1) a subscription may ask for; src/notifications/events.ts makes them. */
+export const EVENT_TYPES = ['finding.opened', 'finding.reopened', 'finding.fixed', 'finding.sla_breached', 'finding.decision'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** What happened to a decision (SPEC §12.3): a `finding.decision` event says which. */
+export const DECISION_ACTIONS = ['made', 'revoked', 'expired'] as const;
+export type DecisionAction = (typeof DECISION_ACTIONS)[number];
+
 const uuid = z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/);
 
 export const notificationEventSchema = z.object({
@@ -220,7 +227,7 @@ export const notificationEventSchema = z.object({
   time: z.string(),
   findingId: uuid,
   targetId: uuid,
-  decision: z.looseObject({ id: z.string(), action: z.enum(['made', 'revoked', 'expired']) }).optional(),
+  decision: z.looseObject({ id: z.string(), action: z.enum(DECISION_ACTIONS) }).optional(),
 });
 
 /**

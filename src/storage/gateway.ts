@@ -79,6 +79,13 @@ export interface Store {
 }
 
 /**
+ * Whether this process alone reads and writes the store's data (the embedded engine's folder):
+ * then its own locks suffice and its snapshots are its to take. Against a server, other processes
+ * write too. The one question outside src/storage may ask about the mode.
+ */
+export const ownsItsData = (store: Pick<Store, 'mode'>): boolean => store.mode === 'embedded';
+
+/**
  * One INSERT statement with its rows inline, as JSONColumns (one array per column, in the column
  * order of the first row). Building the text once is much cheaper than the client's row stream,
  * which the embedded adapter concatenates back into one string anyway, and the columnar form
@@ -101,6 +108,113 @@ const unescapeField = (field: string) => (field.includes('\\') ? field.replace(/
 /** A TabSeparated line as its unescaped fields. */
 const fieldsOf = (line: string) => line.split('\t').map(unescapeField);
 
+/** What a store and its prioritized view share: the client, the engine's turns, the change count. */
+interface Engine {
+  client: ClickHouseClient;
+  runner: ReturnType<typeof timeLimits>;
+  closed: boolean;
+  changes: number;
+}
+
+/** At the statement's turn: refuses a statement bound to an earlier state, counts a change. */
+function turn(engine: Engine, opts: StatementOptions | undefined, changing: boolean): void {
+  if (opts?.unchangedSince !== undefined && opts.unchangedSince !== engine.changes) throw new DataChanged();
+  if (changing && !opts?.scratch) engine.changes++;
+}
+
+/** The statements of one view: `urgent` ones go before the ordinary ones waiting for the engine. */
+function statements(engine: Engine, urgent: boolean): Pick<Store, 'query' | 'queryFields' | 'command' | 'insert' | 'ping'> {
+  const { client } = engine;
+  const limited = <T>(ms: number | undefined, work: (exec: Exec) => Promise<T>) => engine.runner(ms, work, urgent);
+  return {
+    query: <T>(sql: string, params?: QueryParams, opts?: StatementOptions) =>
+      guard('query', () =>
+        limited(opts?.timeoutMs, async (exec) => {
+          const rs = await exec((limits) => {
+            turn(engine, opts, false);
+            return client.query({ query: sql, query_params: params, format: 'JSONEachRow', ...limits });
+          });
+          return rs.json<T>();
+        }),
+      ),
+    queryFields: (sql, params) =>
+      guard(
+        'query',
+        () =>
+          limited(undefined, async (exec) => {
+            const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'TabSeparated', ...limits }));
+            return readFields(rs.stream<unknown>());
+          }),
+        'fields',
+      ),
+    command: (sql, params, opts) =>
+      guard('command', () =>
+        limited(opts?.timeoutMs, async (exec) => {
+          await exec((limits) => {
+            turn(engine, opts, true);
+            return client.command({ query: sql, query_params: params, ...limits });
+          });
+        }),
+      ),
+    insert: (table, rows, opts) =>
+      guard(`insert into ${table}`, async () => {
+        if (rows.length === 0) return;
+        const statement = insertStatement(table, rows);
+        await limited(opts?.timeoutMs, (exec) =>
+          exec((limits) => {
+            turn(engine, opts, true);
+            return client.command({ query: statement, ...limits });
+          }),
+        );
+      }),
+    ping: async () => {
+      if (engine.closed) return false;
+      try {
+        await limited(undefined, async (exec) => {
+          const rs = await exec((limits) => client.query({ query: 'SELECT 1 AS ok', format: 'JSONEachRow', ...limits }));
+          await rs.json();
+        });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}
+
+/**
+ * A TabSeparated answer as rows of fields, line by line: the result set's text() decodes the whole
+ * answer with a TextDecoder, about ten times slower than decoding each line's bytes. Large answers
+ * are split in slices (src/time-slices.ts).
+ */
+async function readFields(stream: AsyncIterable<unknown>): Promise<string[][]> {
+  const rows: string[][] = [];
+  const slices = new TimeSlices();
+  for await (const lines of stream) {
+    for (const line of lines as { text: string }[]) {
+      rows.push(fieldsOf(line.text));
+      if (slices.due) await slices.turn();
+    }
+  }
+  return rows;
+}
+
+function view(engine: Engine, base: Pick<Store, 'mode' | 'database' | 'layout' | 'keyed'>, urgent: boolean): Store {
+  return {
+    ...base,
+    ...statements(engine, urgent),
+    changes: () => engine.changes,
+    engineMs: () => engine.runner.engineMs(urgent),
+    close: async () => {
+      if (engine.closed) return;
+      engine.closed = true;
+      await engine.client.close();
+    },
+    // The store and its prioritized view share the client and the engine's turns.
+    prioritized: () => view(engine, base, true),
+  };
+}
+
 function wrap(
   client: ClickHouseClient,
   mode: Store['mode'],
@@ -108,96 +222,8 @@ function wrap(
   queryTimeoutMs: number | undefined,
   layout: StoreLayout,
 ): Store {
-  let closed = false;
-  let changes = 0;
-  const runner = timeLimits(mode, queryTimeoutMs);
-  /** At the statement's turn: refuses a statement bound to an earlier state, counts a change. */
-  const turn = (opts: StatementOptions | undefined, changing: boolean) => {
-    if (opts?.unchangedSince !== undefined && opts.unchangedSince !== changes) throw new DataChanged();
-    if (changing && !opts?.scratch) changes++;
-  };
-  // The store and its prioritized view share the client and the engine's turns.
-  const view = (urgent: boolean): Store => {
-    const limited = <T>(ms: number | undefined, work: (exec: Exec) => Promise<T>) => runner(ms, work, urgent);
-    return {
-      mode,
-      database,
-      layout,
-      keyed: keyedTables(layout),
-      query: <T>(sql: string, params?: QueryParams, opts?: StatementOptions) =>
-        guard('query', () =>
-          limited(opts?.timeoutMs, async (exec) => {
-            const rs = await exec((limits) => {
-              turn(opts, false);
-              return client.query({ query: sql, query_params: params, format: 'JSONEachRow', ...limits });
-            });
-            return rs.json<T>();
-          }),
-        ),
-      queryFields: (sql, params) =>
-        guard(
-          'query',
-          () =>
-            limited(undefined, async (exec) => {
-              const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'TabSeparated', ...limits }));
-              // Line by line: the result set's text() decodes the whole answer with a TextDecoder, about
-              // ten times slower than decoding each line's bytes.
-              // Large answers are split in slices (src/time-slices.ts).
-              const rows: string[][] = [];
-              const slices = new TimeSlices();
-              for await (const lines of rs.stream<unknown>()) {
-                for (const line of lines as { text: string }[]) {
-                  rows.push(fieldsOf(line.text));
-                  if (slices.due) await slices.turn();
-                }
-              }
-              return rows;
-            }),
-          'fields',
-        ),
-      command: (sql, params, opts) =>
-        guard('command', () =>
-          limited(opts?.timeoutMs, async (exec) => {
-            await exec((limits) => {
-              turn(opts, true);
-              return client.command({ query: sql, query_params: params, ...limits });
-            });
-          }),
-        ),
-      insert: (table, rows, opts) =>
-        guard(`insert into ${table}`, async () => {
-          if (rows.length === 0) return;
-          const statement = insertStatement(table, rows);
-          await limited(opts?.timeoutMs, (exec) =>
-            exec((limits) => {
-              turn(opts, true);
-              return client.command({ query: statement, ...limits });
-            }),
-          );
-        }),
-      changes: () => changes,
-      engineMs: () => runner.engineMs(urgent),
-      ping: async () => {
-        if (closed) return false;
-        try {
-          await limited(undefined, async (exec) => {
-            const rs = await exec((limits) => client.query({ query: 'SELECT 1 AS ok', format: 'JSONEachRow', ...limits }));
-            await rs.json();
-          });
-          return true;
-        } catch {
-          return false;
-        }
-      },
-      close: async () => {
-        if (closed) return;
-        closed = true;
-        await client.close();
-      },
-      prioritized: () => view(true),
-    };
-  };
-  return view(false);
+  const engine: Engine = { client, runner: timeLimits(mode, queryTimeoutMs), closed: false, changes: 0 };
+  return view(engine, { mode, database, layout, keyed: keyedTables(layout) }, false);
 }
 
 /** Opens the store described by the configuration (database name is validated by config). */

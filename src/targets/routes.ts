@@ -1,9 +1,8 @@
 import Router from '@koa/router';
-import { answerFindingList, answerMttr, issuesOfTargetList, issueTargetFinding } from '../answers.js';
 import { canSee, scopeOf, withinScope } from '../auth/scope.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
-import { findingListQuery, paging, parseQuery, toFilters } from '../filters/params.js';
+import { paging, parseQuery, toFilters } from '../filters/params.js';
 import { readJsonBody } from '../http/body.js';
 import type { ApiContext } from '../http/context.js';
 import { routePath } from '../http/endpoint.js';
@@ -32,30 +31,6 @@ export function targetRoutes(
     const target = isUuid(id) ? (await targetsByIds(api.store, [id])).get(id) : undefined;
     if (!target || !canSee(scopeOf(ctx), target.teams)) throw dbErrors.notFound();
     ctx.body = { target };
-  });
-
-  router.get(routePath(E.findings), async (ctx) => {
-    const { filters, page } = findingListQuery(ctx.query, api);
-    const id = ctx.params.target_id!;
-    await answerFindingList(ctx, api, isUuid(id) ? { targetId: id } : undefined, filters, page);
-  });
-
-  router.get(routePath(E.issues), async (ctx) => {
-    const page = paging(parseQuery(E.issues.params, ctx.query, api), api);
-    ctx.body = await issuesOfTargetList(api, scopeOf(ctx), ctx.params.target_id!, page);
-  });
-
-  router.get(routePath(E.finding), async (ctx) => {
-    ctx.body = await issueTargetFinding(api, scopeOf(ctx), ctx.params.issue_id!, ctx.params.target_id!);
-  });
-
-  router.get(routePath(E.resourceFinding), async (ctx) => {
-    ctx.body = await issueTargetFinding(api, scopeOf(ctx), ctx.params.issue_id!, ctx.params.target_id!, ctx.params.resource!);
-  });
-
-  router.get(routePath(E.mttr), async (ctx) => {
-    const id = ctx.params.target_id!;
-    ctx.body = await answerMttr(api, scopeOf(ctx), isUuid(id) ? { base: { targetId: id } } : undefined);
   });
 
   router.post(routePath(E.associate), async (ctx) => {

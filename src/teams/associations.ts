@@ -42,20 +42,21 @@ export class TooManyTeams extends Error {
   }
 }
 
-// Association order must survive several associations within one millisecond.
-let lastSeq = 0;
-function nextSeq(): number {
-  lastSeq = Math.max(Date.now() * 1000, lastSeq + 1);
-  return lastSeq;
-}
-
-/** The teams of a stored target; undefined when the target is not stored yet. */
-async function storedTeams(store: Store, id: string): Promise<string[] | undefined> {
-  const [stored, teams] = await Promise.all([
+/**
+ * The teams of a stored target (undefined when the target is not stored yet) and the sequence
+ * number its next association starts at: after the clock's microseconds and after every stored
+ * one, so that association order survives several associations within one millisecond.
+ */
+async function storedTeams(store: Store, id: string): Promise<{ teams: string[] | undefined; nextSeq: number }> {
+  const [stored, teams, seq] = await Promise.all([
     store.query<{ n: number }>('SELECT count() AS n FROM targets WHERE id = {id:UUID}', { id }),
     teamsOf(store, [id]),
+    store.query<{ last: number | string }>('SELECT max(associated_seq) AS last FROM target_teams WHERE target_id = {id:UUID}', { id }),
   ]);
-  return (stored[0]?.n ?? 0) > 0 ? (teams.get(id) ?? []) : undefined;
+  return {
+    teams: (stored[0]?.n ?? 0) > 0 ? (teams.get(id) ?? []) : undefined,
+    nextSeq: Math.max(Date.now() * 1000, Number(seq[0]?.last ?? 0) + 1),
+  };
 }
 
 /**
@@ -85,7 +86,7 @@ export async function associateTeams(
     return undefined;
   });
   try {
-    const current = await storedTeams(store, id);
+    const { teams: current, nextSeq } = await storedTeams(store, id);
     if (!current) await store.insert('targets', [{ id, identifier, created_at: nowSeconds() }]);
     const known = new Set(current ?? []);
     const requested = [...new Set(teams)];
@@ -95,7 +96,7 @@ export async function associateTeams(
     if (known.size + added.length > MAX_TEAMS_PER_TARGET) throw new TooManyTeams(id);
     await store.insert(
       'target_teams',
-      added.map((team) => ({ team, target_id: id, associated_seq: nextSeq() })),
+      added.map((team, i) => ({ team, target_id: id, associated_seq: nextSeq + i })),
     );
     const target = { id, identifier, teams: [...(current ?? []), ...added] };
     await store.insert('target_objects', [target]);

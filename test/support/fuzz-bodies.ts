@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { decisionResponse, decisionsResponse } from '../../src/decisions/schema.js';
-import { EVENT_TYPES } from '../../src/notifications/events.js';
+import { EVENT_TYPES } from '../../src/queue/contract.js';
 import {
   anyJson,
   brokenBody,

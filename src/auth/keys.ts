@@ -2,7 +2,7 @@ import { createPublicKey, createSecretKey, randomBytes, type KeyObject } from 'n
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
-import type { JwksKeySet } from '../auth/jwks.js';
+import type { JwksKeySet } from './jwks.js';
 import type { Logger } from '../log.js';
 
 /**

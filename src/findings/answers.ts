@@ -1,40 +1,26 @@
 import type { Context } from 'koa';
-import { type CallerScope, canSee, scopeOf, targetsInScope, withinScope } from './auth/scope.js';
-import { answerCached, normalisedParams } from './cache/response-cache.js';
-import { findingId } from './domain/ids.js';
-import { isUuid } from './domain/uuid.js';
-import { dbErrors } from './errors.js';
-import { FINDING_LIST_PARAMS, type FindingFilters, type Paging } from './filters/params.js';
-import { merge } from './filters/sql.js';
-import { type FindingBase, findingPage, findingsByKeys } from './findings/page.js';
-import { findingKeys, findingOfIssueOnTarget, meanTtrDays, mttrScope } from './findings/queries.js';
-import { renderFindings } from './findings/render.js';
-import type { ApiContext } from './http/context.js';
-import { type EndpointWithParams, listEndpoint, oneEndpoint } from './http/endpoint.js';
-import { entityMttrResponse, findingListResponse, findingResponse } from './findings/schema.js';
-import { issueListResponse } from './issues/schema.js';
-import { targetListResponse } from './targets/schema.js';
-import { issuesOfTarget } from './issues/queries.js';
-import { round2 } from './stats/numbers.js';
-import { emptyPage } from './storage/paged.js';
-import { targetsOfIssue } from './targets/queries.js';
+import { type CallerScope, canSee, scopeOf, targetsInScope, withinScope } from '../auth/scope.js';
+import { answerCached, normalisedParams } from '../cache/response-cache.js';
+import { findingId } from '../domain/ids.js';
+import { isUuid } from '../domain/uuid.js';
+import { dbErrors } from '../errors.js';
+import type { FindingFilters, Paging } from '../filters/params.js';
+import { merge } from '../filters/sql.js';
+import { type FindingBase, findingPage, findingsByKeys } from './page.js';
+import { findingKeys, findingOfIssueOnTarget, meanTtrDays, mttrScope } from './queries.js';
+import { renderFindings } from './render.js';
+import type { ApiContext } from '../http/context.js';
+import { issuesOfTarget } from '../issues/queries.js';
+import { round2 } from '../stats/numbers.js';
+import { emptyPage } from '../storage/paged.js';
+import { targetsOfIssue } from '../targets/queries.js';
 
 /**
- * The answers several resources give (SPEC §6.2–§6.5, §6.8): findings lists, single findings, a
- * finding by issue and target, per-entity MTTR, the targets of an issue and the issues of a
- * target. Routers call these; these call the resources' queries, so no router imports another's.
- * Each comes with the builder of its endpoint declaration, which the resources' tables use.
+ * What the requests that read findings answer, whatever the parent in their path (SPEC §6.2–§6.5,
+ * §6.8): findings lists, single findings, a finding by issue and target, per-entity MTTR, the
+ * targets of an issue and the issues of a target. The routers of this folder call these; these
+ * call the queries of findings and of the entities they hang off.
  */
-
-/** The findings lists (SPEC §6.2–§6.5), which all go through the response cache. */
-export const findingListEndpoint = (path: string, tag: string, summary: string): EndpointWithParams => ({
-  ...listEndpoint(path, tag, summary, findingListResponse, FINDING_LIST_PARAMS),
-  cached: true,
-});
-export const findingEndpoint = (path: string, tag: string, summary: string) => oneEndpoint(path, tag, summary, findingResponse);
-export const mttrEndpoint = (path: string, tag: string, summary: string) => oneEndpoint(path, tag, summary, entityMttrResponse);
-export const targetsOfIssueEndpoint = (path: string, tag: string, summary: string) => listEndpoint(path, tag, summary, targetListResponse);
-export const issuesOfTargetEndpoint = (path: string, tag: string, summary: string) => listEndpoint(path, tag, summary, issueListResponse);
 
 /** The teams whose targets alone a list with these filters reads (undefined: every target's). */
 const teamsRead = (f: FindingFilters): string[] | undefined =>

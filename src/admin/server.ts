@@ -6,19 +6,20 @@ import Router from '@koa/router';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import Koa from 'koa';
+import client from 'prom-client';
 import { within } from '../domain/deadline.js';
 import type { Logger } from '../log.js';
 import { type BackupRouteDeps, mountBackupRoute } from '../backup/admin-routes.js';
 import type { Store } from '../storage/gateway.js';
-import { readOnlyQueueBoard, requireAdminToken } from './admin-access.js';
-import { registry, watchQueues, watchReadiness } from './metrics.js';
+import { readOnlyQueueBoard, requireAdminToken } from './access.js';
+import { dependencyGauges, registry } from '../observability/metrics.js';
 
 /**
  * The admin listener every process opens (ADMIN_PORT, default 9464, on ADMIN_HOST, default
  * 127.0.0.1): `/metrics` for Prometheus, `/healthz` (the process is alive), `/readyz` (the store
  * and Redis answer: a process that cannot do its work is taken out of rotation) and bull-board
  * under `/admin/queues` (waiting, failed and completed jobs; retry and removal with ADMIN_TOKEN).
- * Who may use which route is decided in one place, ./admin-access.ts (SPEC §10.1); an ADMIN_HOST
+ * Who may use which route is decided in one place, ./access.ts (SPEC §10.1); an ADMIN_HOST
  * beyond loopback without a token is refused by src/config.ts.
  */
 
@@ -65,16 +66,20 @@ function createAdminApp(deps: AdminDeps): Koa {
     ]);
     return { store, redis };
   };
-  watchReadiness(probe);
   router.get('/readyz', async (ctx) => {
     const { store, redis } = await probe();
     ctx.status = store && redis ? 200 : 503;
     ctx.body = { status: store && redis ? 'ready' : 'unavailable', store: store ? 'ok' : 'down', redis: redis ? 'ok' : 'down' };
   });
   if (deps.backup) mountBackupRoute(router, deps.backup);
+  const queueCounts = async () =>
+    Promise.all(deps.queues.map(async (q) => ({ queue: q.name, counts: await q.getJobCounts('waiting', 'active', 'delayed', 'failed') })));
+  const gauges = dependencyGauges(probe, queueCounts);
   router.get('/metrics', async (ctx) => {
-    ctx.type = registry.contentType;
-    ctx.body = await registry.metrics();
+    // The process's series and this listener's own, in one answer.
+    const scraped = client.Registry.merge([registry, gauges]);
+    ctx.type = scraped.contentType;
+    ctx.body = await scraped.metrics();
   });
 
   const board = new KoaAdapter();
@@ -82,9 +87,6 @@ function createAdminApp(deps: AdminDeps): Koa {
   // Its buttons hidden too, when the board may only read.
   const readOnlyMode = deps.token === undefined;
   createBullBoard({ queues: deps.queues.map((q) => new BullMQAdapter(q, { readOnlyMode })), serverAdapter: board });
-  watchQueues(async () =>
-    Promise.all(deps.queues.map(async (q) => ({ queue: q.name, counts: await q.getJobCounts('waiting', 'active', 'delayed', 'failed') }))),
-  );
 
   app.use(router.routes());
   app.use(router.allowedMethods());
