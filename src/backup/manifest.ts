@@ -32,6 +32,8 @@ const manifestSchema = z.object({
   sources: z.number().int().nonnegative(),
   tables: z.array(tableSum),
   bytes: z.number().int().nonnegative(),
+  /** How long writers waited at the commit gate for this snapshot's instant (ms). */
+  pause_ms: z.number().int().nonnegative().optional(),
 });
 export type Manifest = z.infer<typeof manifestSchema>;
 
