@@ -22,7 +22,7 @@ const ROWLESS_ENGINES = new Set(['View', 'MaterializedView', 'Null']);
 const tableSum = z.object({ name: z.string(), engine: z.string(), rows: z.number().int().nonnegative(), checksum: z.string() });
 export type TableSum = z.infer<typeof tableSum>;
 
-const manifestSchema = z.object({
+export const manifestSchema = z.object({
   format: z.literal(1),
   created_at: z.string(),
   database: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/),
