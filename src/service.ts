@@ -7,13 +7,14 @@ import { closeServer } from './http/servers.js';
 import type { ReportBatcher } from './ingest/batcher.js';
 import { TotalsRewriter } from './ingest/totals.js';
 import { CommitGate } from './locks/commit-gate.js';
+import { SharedCommitGate } from './locks/shared-gate.js';
 import { TargetLocks, type Locks } from './locks/target-locks.js';
 import type { Logger } from './log.js';
 import { notificationsQueue } from './notifications/emit.js';
 import { QUEUE_BOARD_PATH, startAdmin } from './observability/admin.js';
 import { recordBuildInfo } from './observability/metrics.js';
 import { bundlesQueue, checksQueue } from './queue/producer.js';
-import { defaultRedisNames, requestConnection, whenReady, type RedisNames } from './queue/redis.js';
+import { defaultRedisNames, requestConnection, whenReady, workerConnection, type RedisNames } from './queue/redis.js';
 import { startApiRole } from './roles/apis.js';
 import type { RoleContext, ServiceOptions } from './roles/context.js';
 
@@ -72,9 +73,13 @@ async function openMigratedStore(config: Config, log: Logger): Promise<Store> {
 export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
   const { log } = opts;
   const names = opts.names ?? defaultRedisNames;
-  // Closed while a snapshot is taken (src/backup): every write of the process passes it.
-  const gate = new CommitGate();
-  const store = gatedStore(await openMigratedStore(config, log), gate);
+  const opened = await openMigratedStore(config, log);
+  // Closed while a snapshot is taken (src/backup): every write of the process passes it. Against a
+  // server, other processes write too and `vulndb backup` closes it from yet another: it lives in
+  // Redis, on a connection that waits for Redis rather than failing (writes wait while it is away).
+  const gateConnection = opened.mode === 'server' ? workerConnection(config.redisUrl) : undefined;
+  const gate = gateConnection ? new SharedCommitGate(gateConnection, names, log.child({ component: 'commit-gate' })) : new CommitGate();
+  const store = gatedStore(opened, gate);
   const redis = requestConnection(config.redisUrl);
   if (!(await whenReady(redis))) log.warn('Redis is not answering yet; queueing and caching wait for it', { url: config.redisUrl });
   // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
@@ -124,8 +129,9 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       // No more retries of a failed rewrite: the process is going away.
       shared.totals.close();
       await deadline.bound('closing the queues', Promise.all(boardQueues.map((q) => q.close())));
-      await deadline.bound('closing Redis', redis.quit());
+      await deadline.bound('closing Redis', Promise.all([redis.quit(), gateConnection?.quit()]));
       redis.disconnect();
+      gateConnection?.disconnect();
       await deadline.bound('closing the store', store.close());
       log.info('stopped');
     })());

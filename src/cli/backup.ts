@@ -7,11 +7,18 @@ import { formatBytes, progressShower } from './progress.js';
  * `vulndb backup <dir>` and `vulndb restore <dir>` (SPEC §14, src/backup). Embedded mode: the
  * running service takes the snapshot, asked through its admin listener (the data folder is its
  * alone); a restore opens the folder itself, so the service must be stopped. Against a ClickHouse
- * server both are the server's own BACKUP and RESTORE (docs/OPERATIONS.md).
+ * server both are the server's own BACKUP and RESTORE to a destination configured on it
+ * (src/cli/backup-server.ts).
  */
 
-const SERVER_MODE =
-  'against a ClickHouse server (CLICKHOUSE_URL), snapshots are the server’s own BACKUP/RESTORE to a disk or S3 destination configured on it: see docs/OPERATIONS.md, "Backup and restore"';
+/** A server destination (src/cli/backup-server.ts) named without a server to write it. */
+function refuseServerDestination(arg: string): void {
+  if (/^(disk|s3):/.test(arg))
+    throw new CliError(
+      `${arg.replace(/^(\w+:).*/, '$1…')} destinations are a ClickHouse server's: set CLICKHOUSE_URL (embedded mode takes a folder)`,
+      EXIT.usage,
+    );
+}
 
 interface BackupLine {
   progress?: { phase: string; done: number; of: number; bytes?: number };
@@ -45,7 +52,8 @@ async function askService(url: string, dir: string, token: string | undefined): 
 }
 
 export async function backupCommand(cfg: Config, dirArg: string, opts: { adminUrl?: string; json?: boolean }): Promise<void> {
-  if (cfg.store.url) throw new CliError(SERVER_MODE, EXIT.usage);
+  if (cfg.store.url) return (await import('./backup-server.js')).serverBackup(cfg, dirArg, opts);
+  refuseServerDestination(dirArg);
   const dir = path.resolve(dirArg);
   const { checkSnapshotDir } = await import('../backup/snapshot.js');
   const refusal = checkSnapshotDir(dir);
@@ -88,7 +96,8 @@ export async function backupCommand(cfg: Config, dirArg: string, opts: { adminUr
 }
 
 export async function restoreCommand(cfg: Config, dirArg: string, opts: { json?: boolean }): Promise<void> {
-  if (cfg.store.url) throw new CliError(SERVER_MODE, EXIT.usage);
+  if (cfg.store.url) return (await import('./backup-server.js')).serverRestore(cfg, dirArg, opts);
+  refuseServerDestination(dirArg);
   const dir = path.resolve(dirArg);
   const [{ createLogger }, { openStore }, { readManifest, SnapshotError }, { restoreSnapshot, StoreNotEmpty }] = await Promise.all([
     import('../log.js'),
