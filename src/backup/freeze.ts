@@ -25,34 +25,44 @@ export interface Frozen {
 /** A name for a scratch database next to `database` (the engine's names: letters, digits, underscores). */
 export const scratchName = (database: string, purpose: string) => `${database}_${purpose}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
 
-/** Clones `tables` of the store's database into a new scratch database; call it with writers held. */
-export async function freeze(store: Store, tables: StoredTable[]): Promise<Frozen> {
+/**
+ * Creates the scratch database and an empty clone of each table holding rows (outside the gate:
+ * the definitions do not change while the service runs); `capture` then fills them.
+ */
+export async function prepareFreeze(store: Store, tables: StoredTable[]): Promise<Frozen> {
   const source = store.database;
-  const database = scratchName(source, 'frozen');
-  await store.command(`CREATE DATABASE ${database}`);
+  const frozen = { database: scratchName(source, 'frozen'), source, tables };
+  await store.command(`CREATE DATABASE ${frozen.database}`);
   try {
     for (const t of tables.filter(holdsRows)) {
-      if (copiedAsFile(t)) {
-        await store.command(
-          `CREATE TABLE ${database}.${t.name} ENGINE = MergeTree ORDER BY tuple() AS SELECT * FROM ${source}.${t.name}`,
-          undefined,
-          {
-            timeoutMs: 0,
-          },
-        );
-      } else {
-        await store.command(`CREATE TABLE ${database}.${t.name} AS ${source}.${t.name}`);
-        await store.command(`ALTER TABLE ${database}.${t.name} ATTACH PARTITION ALL FROM ${source}.${t.name}`, undefined, { timeoutMs: 0 });
-      }
+      await store.command(
+        copiedAsFile(t)
+          ? `CREATE TABLE ${frozen.database}.${t.name} ENGINE = MergeTree ORDER BY tuple() EMPTY AS SELECT * FROM ${source}.${t.name}`
+          : `CREATE TABLE ${frozen.database}.${t.name} AS ${source}.${t.name}`,
+      );
     }
   } catch (err) {
-    await thaw(store, { database, source, tables });
+    await thaw(store, frozen);
     throw err;
   }
-  return { database, source, tables };
+  return frozen;
 }
 
-/** Drops the scratch database of `freeze` (its parts stay with the source tables that share them). */
+/** Fills the clones of `prepareFreeze` with the tables' rows of this instant: call it with writers held. */
+export async function capture(store: Store, frozen: Frozen): Promise<void> {
+  const { database, source } = frozen;
+  for (const t of frozen.tables.filter(holdsRows)) {
+    await store.command(
+      copiedAsFile(t)
+        ? `INSERT INTO ${database}.${t.name} SELECT * FROM ${source}.${t.name}`
+        : `ALTER TABLE ${database}.${t.name} ATTACH PARTITION ALL FROM ${source}.${t.name}`,
+      undefined,
+      { timeoutMs: 0 },
+    );
+  }
+}
+
+/** Drops the scratch database of `prepareFreeze` (its parts stay with the source tables that share them). */
 export async function thaw(store: Store, frozen: Frozen): Promise<void> {
   await store.command(`DROP DATABASE IF EXISTS ${frozen.database} SYNC`, undefined, { timeoutMs: 0 });
 }

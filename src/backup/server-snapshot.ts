@@ -1,7 +1,7 @@
 import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
 import { type Destination, DestinationError, destinationSql, shown } from './destination.js';
-import { backupList, type Frozen, freeze, scratchName, thaw } from './freeze.js';
+import { backupList, capture, type Frozen, prepareFreeze, scratchName, thaw } from './freeze.js';
 import { differences, SnapshotError, snapshotTables, tableSums } from './manifest.js';
 import { readServerManifest, restoreBackup } from './server-restore.js';
 import { COPY_PREFIX, MANIFEST_DB, MANIFEST_TABLE, runAsync, type ServerManifest } from './server-backups.js';
@@ -73,10 +73,11 @@ export async function takeServerSnapshot(
   await refuseEarly(store, dest);
   const tables = await snapshotTables(store, store.database);
   const started = Date.now();
-  const { result: frozen, heldMs } = await hold(() => freeze(store, tables));
-  onProgress({ phase: 'freeze', done: 1, of: 1 });
-  log.info('snapshot instant taken; writers running again', { destination: shown(dest), pauseMs: heldMs, tables: tables.length });
+  const frozen = await prepareFreeze(store, tables);
   try {
+    const { heldMs } = await hold(() => capture(store, frozen));
+    onProgress({ phase: 'freeze', done: 1, of: 1 });
+    log.info('snapshot instant taken; writers running again', { destination: shown(dest), pauseMs: heldMs, tables: tables.length });
     const manifest: ServerManifest = {
       ...(await describe(store, frozen, onProgress)),
       pause_ms: heldMs,

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { CommitGate } from '../locks/commit-gate.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
-import { backupList, type Frozen, freeze, thaw } from './freeze.js';
+import { backupList, capture, type Frozen, prepareFreeze, thaw } from './freeze.js';
 import {
   copiedAsFile,
   differences,
@@ -128,9 +128,12 @@ export async function takeSnapshot(
   const started = Date.now();
   let frozen: Frozen | undefined;
   try {
-    // The writers wait only while the tables are cloned (see freeze.ts); the rest reads the clones.
-    frozen = await gate.close(async () => freeze(store, await snapshotTables(store, store.database)));
-    const pauseMs = Date.now() - started;
+    frozen = await prepareFreeze(store, await snapshotTables(store, store.database));
+    const prepared = frozen;
+    // The writers wait only while the clones are filled (see freeze.ts); the rest reads the clones.
+    const closing = Date.now();
+    await gate.close(() => capture(store, prepared));
+    const pauseMs = Date.now() - closing;
     onProgress({ phase: 'freeze', done: 1, of: 1 });
     log.info('snapshot instant taken; writers running again', { dir, pauseMs, tables: frozen.tables.length });
     const manifest = { ...(await describe(store, frozen, onProgress)), pause_ms: pauseMs };
