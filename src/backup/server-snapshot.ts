@@ -1,7 +1,7 @@
 import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
 import { type Destination, DestinationError, destinationSql, shown } from './destination.js';
-import { backupList, capture, type Frozen, prepareFreeze, scratchName, thaw } from './freeze.js';
+import { backupList, capture, derive, type Frozen, prepareFreeze, scratchName, thaw } from './freeze.js';
 import { differences, SnapshotError, snapshotTables, tableSums } from './manifest.js';
 import { readServerManifest, restoreBackup } from './server-restore.js';
 import { COPY_PREFIX, MANIFEST_DB, MANIFEST_TABLE, runAsync, type ServerManifest } from './server-backups.js';
@@ -76,6 +76,7 @@ export async function takeServerSnapshot(
   const frozen = await prepareFreeze(store, tables);
   try {
     const { heldMs } = await hold(() => capture(store, frozen));
+    await derive(store, frozen);
     onProgress({ phase: 'freeze', done: 1, of: 1 });
     log.info('snapshot instant taken; writers running again', { destination: shown(dest), pauseMs: heldMs, tables: tables.length });
     const manifest: ServerManifest = {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { CommitGate } from '../locks/commit-gate.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
-import { backupList, capture, type Frozen, prepareFreeze, thaw } from './freeze.js';
+import { backupList, capture, derive, type Frozen, prepareFreeze, thaw } from './freeze.js';
 import {
   copiedAsFile,
   differences,
@@ -134,6 +134,7 @@ export async function takeSnapshot(
     const closing = Date.now();
     await gate.close(() => capture(store, prepared));
     const pauseMs = Date.now() - closing;
+    await derive(store, frozen);
     onProgress({ phase: 'freeze', done: 1, of: 1 });
     log.info('snapshot instant taken; writers running again', { dir, pauseMs, tables: frozen.tables.length });
     const manifest = { ...(await describe(store, frozen, onProgress)), pause_ms: pauseMs };
