@@ -272,13 +272,14 @@ describe('the snapshot folder', () => {
   });
 });
 
-describe("server mode's documented statements", () => {
-  it('are BACKUP and RESTORE statements the engine parses, to a disk and to S3', async () => {
+describe("a cluster's documented statements", () => {
+  it('are BACKUP and RESTORE … ON CLUSTER statements the engine parses, to a disk and to S3', async () => {
     const store = await openStore(testStoreConfig());
     stores.push(store);
     const doc = fs.readFileSync(path.resolve('docs/OPERATIONS.md'), 'utf8');
     const section = doc.slice(doc.indexOf('## Backup and restore'), doc.indexOf('## Reference'));
     const statements = [...section.matchAll(/^(BACKUP|RESTORE) DATABASE .*;$/gm)].map((m) => m[0].slice(0, -1));
+    for (const s of statements) expect(s).toContain(' ON CLUSTER ');
     expect(
       statements.map((s) =>
         s
