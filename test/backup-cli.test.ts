@@ -33,6 +33,7 @@ describe('vulndb backup', () => {
     expect(summary).toMatchObject({ dir: snap(), sources: catalog.length, schema_version: 18 });
     expect(summary.bytes).toBeGreaterThan(0);
     expect(run.stderr).toMatch(/verify: \d+\/\d+ tables/);
+    expect(run.stderr).toContain('tables frozen; writers running again');
     expect(fs.existsSync(path.join(snap(), 'manifest.json'))).toBe(true);
   }, 90_000);
 

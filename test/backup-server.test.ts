@@ -86,9 +86,13 @@ describe('a server-mode snapshot taken while batches commit through the shared g
     const stream = (async () => {
       for (let n = 0; streaming; n += 3) await commit([streamed(n), streamed(n + 1), streamed(n + 2)]);
     })();
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Some of the stream before the snapshot, some after it.
+    const committed = async (n: number) => {
+      while (batches.length < n) await new Promise((resolve) => setTimeout(resolve, 20));
+    };
+    await committed(3);
     manifest = await takeServerSnapshot({ store: source, hold, log: silentLogger }, dest, (p) => progress.push(p));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await committed(batches.length + 2);
     streaming = false;
     await stream;
   }, 120_000);

@@ -36,23 +36,28 @@ describe('the shared commit gate', () => {
     const b = new SharedCommitGate(connect(), names, silentLogger, times);
     const order: string[] = [];
     let finishFirst!: () => void;
+    let firstIn!: () => void;
+    const entered = new Promise<void>((resolve) => (firstIn = resolve));
     const first = a.pass(async () => {
       order.push('first in');
+      firstIn();
       await new Promise<void>((resolve) => (finishFirst = resolve));
       order.push('first out');
     });
-    await sleep(50);
+    await entered;
+    const observer = connect();
     const closing = closeSharedGate(connect(), names, { maxHoldMs: 5000, drainMs: 5000 }, async () => {
       order.push('closed');
       await sleep(200);
       order.push('opening');
     });
-    await sleep(50);
+    while ((await observer.exists(gateKeys(names).closed)) === 0) await sleep(5);
     const second = b.pass(async () => {
       // Nested writes of the same pass do not wait for the gate (or take a second lease).
       await b.pass(async () => order.push('second in'));
     });
-    await sleep(50);
+    // The closer waits for the first writer, the second writer for the closer.
+    await sleep(200);
     expect(order).toEqual(['first in']);
     finishFirst();
     const { heldMs } = await closing;
@@ -82,9 +87,10 @@ describe('the shared commit gate', () => {
     const [s, us] = await redis.time();
     const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
     await redis.zadd(gateKeys(names).writers, now + times.leaseMs, 'dead-writer');
-    const { heldMs } = await closeSharedGate(redis, names, { maxHoldMs: 5000, drainMs: 5000 }, async () => undefined);
-    expect(heldMs).toBeGreaterThanOrEqual(400);
-    expect(heldMs).toBeLessThan(3000);
+    const registered = Date.now();
+    await closeSharedGate(redis, names, { maxHoldMs: 5000, drainMs: 5000 }, async () => undefined);
+    expect(Date.now() - registered).toBeGreaterThanOrEqual(times.leaseMs - 50);
+    expect(Date.now() - registered).toBeLessThan(3000);
   });
 
   it('refuses a second closer, writers that do not finish, and a closure that outlived the key', async () => {
@@ -92,16 +98,26 @@ describe('the shared commit gate', () => {
     const redis = connect();
     const opts = { maxHoldMs: 5000, drainMs: 5000 };
     let release!: () => void;
-    const holding = closeSharedGate(redis, names, opts, () => new Promise<void>((resolve) => (release = resolve)));
-    await sleep(50);
+    let held!: () => void;
+    const closed = new Promise<void>((resolve) => (held = resolve));
+    const holding = closeSharedGate(redis, names, opts, () => {
+      held();
+      return new Promise<void>((resolve) => (release = resolve));
+    });
+    await closed;
     await expect(closeSharedGate(connect(), names, opts, async () => undefined)).rejects.toThrow(/another snapshot holds the commit gate/);
     release();
     await holding;
 
     const gate = new SharedCommitGate(connect(), names, silentLogger, times);
     let finish!: () => void;
-    const long = gate.pass(() => new Promise<void>((resolve) => (finish = resolve)));
-    await sleep(50);
+    let inside!: () => void;
+    const entered = new Promise<void>((resolve) => (inside = resolve));
+    const long = gate.pass(() => {
+      inside();
+      return new Promise<void>((resolve) => (finish = resolve));
+    });
+    await entered;
     await expect(closeSharedGate(redis, names, { maxHoldMs: 5000, drainMs: 200 }, async () => undefined)).rejects.toThrow(
       /writers were still committing after 200 ms/,
     );
@@ -120,11 +136,14 @@ describe('the shared commit gate', () => {
     const gate = new SharedCommitGate(connect(), names, silentLogger, times);
     let closedAt = 0;
     let writesEndedAt = 0;
+    let inside!: () => void;
+    const entered = new Promise<void>((resolve) => (inside = resolve));
     const writes = gate.pass(async () => {
+      inside();
       await sleep(3 * times.leaseMs);
       writesEndedAt = Date.now();
     });
-    await sleep(50);
+    await entered;
     await closeSharedGate(connect(), names, { maxHoldMs: 5000, drainMs: 5000 }, async () => {
       closedAt = Date.now();
     });

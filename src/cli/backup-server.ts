@@ -69,7 +69,11 @@ export async function serverBackup(cfg: Config, text: string, opts: { json?: boo
     const hold = <T>(work: () => Promise<T>) => closeSharedGate(gateRedis, defaultRedisNames, GATE, work);
     const m = await takeServerSnapshot({ store, hold, log }, dest, (p) =>
       progress.show(
-        p.phase === 'backup' ? `writing the backup: ${formatBytes(p.bytes ?? 0)}` : `${p.phase}: ${p.done}/${p.of}`,
+        p.phase === 'backup'
+          ? `writing the backup: ${formatBytes(p.bytes ?? 0)}`
+          : p.phase === 'freeze'
+            ? 'tables frozen; writers running again'
+            : `${p.phase}: ${p.done}/${p.of} tables`,
         p.done === p.of,
       ),
     );

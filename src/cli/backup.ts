@@ -22,7 +22,7 @@ function refuseServerDestination(arg: string): void {
 
 interface BackupLine {
   progress?: { phase: string; done: number; of: number; bytes?: number };
-  manifest?: { tables: { name: string; rows: number }[]; sources: number; schema_version: number; bytes: number };
+  manifest?: { tables: { name: string; rows: number }[]; sources: number; schema_version: number; bytes: number; pause_ms?: number };
   error?: { message: string };
 }
 
@@ -34,7 +34,11 @@ function adminUrl(cfg: Config, override: string | undefined): string {
 }
 
 const progressText = (p: NonNullable<BackupLine['progress']>) =>
-  p.phase === 'backup' ? `writing the store: ${formatBytes(p.bytes ?? 0)}` : `${p.phase}: ${p.done}/${p.of} tables`;
+  p.phase === 'backup'
+    ? `writing the store: ${formatBytes(p.bytes ?? 0)}`
+    : p.phase === 'freeze'
+      ? 'tables frozen; writers running again'
+      : `${p.phase}: ${p.done}/${p.of} tables`;
 
 async function askService(url: string, dir: string, token: string | undefined): Promise<Response> {
   try {
@@ -91,7 +95,8 @@ export async function backupCommand(cfg: Config, dirArg: string, opts: { adminUr
   process.stdout.write(
     opts.json
       ? `${JSON.stringify({ dir, ...m })}\n`
-      : `snapshot verified: ${dir}, ${formatBytes(m.bytes)}, ${m.tables.length} tables, ${rows} rows, ${m.sources} reports, schema version ${m.schema_version}\n`,
+      : `snapshot verified: ${dir}, ${formatBytes(m.bytes)}, ${m.tables.length} tables, ${rows} rows, ${m.sources} reports, schema version ${m.schema_version}` +
+          `${m.pause_ms === undefined ? '' : `; writers waited ${m.pause_ms} ms`}\n`,
   );
 }
 
