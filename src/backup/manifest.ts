@@ -108,6 +108,12 @@ export function differences(expected: TableSum[], actual: TableSum[]): string[] 
   return out;
 }
 
+/** The tables of `expected` (views and definitions included) that `actual` lacks, described for a person. */
+export function missingTables(expected: StoredTable[], actual: StoredTable[]): string[] {
+  const names = new Set(actual.map((t) => t.name));
+  return expected.filter((t) => !names.has(t.name)).map((t) => `${t.name} (${t.engine}): missing`);
+}
+
 export function writeManifest(dir: string, manifest: Manifest): void {
   fs.writeFileSync(path.join(dir, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
 }

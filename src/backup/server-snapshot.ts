@@ -2,7 +2,7 @@ import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
 import { type Destination, DestinationError, destinationSql, shown } from './destination.js';
 import { backupList, capture, derive, type Frozen, prepareFreeze, scratchName, thaw } from './freeze.js';
-import { differences, SnapshotError, snapshotTables, tableSums } from './manifest.js';
+import { differences, missingTables, SnapshotError, snapshotTables, type StoredTable, tableSums } from './manifest.js';
 import { readServerManifest, restoreBackup } from './server-restore.js';
 import { COPY_PREFIX, MANIFEST_DB, MANIFEST_TABLE, runAsync, type ServerManifest } from './server-backups.js';
 import { describe, type SnapshotProgress } from './snapshot.js';
@@ -47,7 +47,13 @@ async function storeManifest(store: Store, frozen: Frozen, manifest: ServerManif
 }
 
 /** Restores what was written into a scratch database and compares it with the manifest. */
-async function verifyBackup(store: Store, dest: Destination, manifest: ServerManifest, onProgress: (p: SnapshotProgress) => void) {
+async function verifyBackup(
+  store: Store,
+  dest: Destination,
+  manifest: ServerManifest,
+  source: StoredTable[],
+  onProgress: (p: SnapshotProgress) => void,
+) {
   const recorded = await readServerManifest(store, dest);
   if (JSON.stringify(recorded) !== JSON.stringify(manifest)) throw new SnapshotError(`${shown(dest)}: the manifest reads back differently`);
   const scratch = scratchName(store.database, 'verify');
@@ -56,7 +62,7 @@ async function verifyBackup(store: Store, dest: Destination, manifest: ServerMan
     await restoreBackup(store, dest, manifest, scratch, () => {});
     const tables = await snapshotTables(store, scratch);
     const sums = await tableSums(store, scratch, tables, (done, of) => onProgress({ phase: 'verify', done, of }));
-    const wrong = differences(manifest.tables, sums);
+    const wrong = [...missingTables(source, tables), ...differences(manifest.tables, sums)];
     if (wrong.length > 0) throw new SnapshotError(`the backup differs from the store it copied: ${wrong.join('; ')}`);
   } finally {
     await store.command(`DROP DATABASE IF EXISTS ${scratch} SYNC`, undefined, { timeoutMs: 0 });
@@ -91,7 +97,7 @@ export async function takeServerSnapshot(
       onProgress({ phase: 'backup', done: 0, of: 1, bytes: s.bytes }),
     );
     if (written.files === 0) throw new SnapshotError(`${shown(dest)}: the server reports a backup of no files`);
-    await verifyBackup(store, dest, manifest, onProgress);
+    await verifyBackup(store, dest, manifest, tables, onProgress);
     log.info('snapshot verified', {
       destination: shown(dest),
       bytes: written.bytes,

@@ -11,6 +11,7 @@ import {
   folderBytes,
   type Manifest,
   MANIFEST_FILE,
+  missingTables,
   readManifest,
   SnapshotError,
   snapshotTables,
@@ -108,7 +109,7 @@ async function verify(store: Store, dir: string, manifest: Manifest, tables: Sto
   try {
     await restoreInto(store, dir, store.database, scratch, tables);
     const sums = await tableSums(store, scratch, tables, (done, of) => onProgress({ phase: 'verify', done, of }));
-    const wrong = differences(manifest.tables, sums);
+    const wrong = [...missingTables(tables, await snapshotTables(store, scratch)), ...differences(manifest.tables, sums)];
     if (wrong.length > 0) throw new SnapshotError(`the snapshot differs from the store it copied: ${wrong.join('; ')}`);
   } finally {
     await store.command(`DROP DATABASE IF EXISTS ${scratch} SYNC`, undefined, { timeoutMs: 0 });
