@@ -169,7 +169,11 @@ describe('a snapshot taken while reports stream in', () => {
   }, 120_000);
 
   it('shows progress, ends with the verified manifest the folder holds, and holds some of the stream, not all of it', () => {
+    expect(lines.some((l) => l.progress?.phase === 'freeze')).toBe(true);
     expect(lines.some((l) => l.progress?.phase === 'backup')).toBe(true);
+    // How long writers waited: recorded, and far below the seconds the snapshot takes.
+    expect(manifest.pause_ms).toBeGreaterThanOrEqual(0);
+    expect(manifest.pause_ms).toBeLessThan(5000);
     expect(lines.some((l) => l.progress?.phase === 'verify')).toBe(true);
     expect(readManifest(dir())).toEqual(manifest);
     expect(manifest.bytes).toBeGreaterThan(0);

@@ -28,11 +28,14 @@ export interface ServerSnapshotDeps {
   log: Logger;
 }
 
-/** Refusals that need no snapshot: the disk unknown to the server, a cluster. */
-async function refuseEarly(store: Store, dest: Destination): Promise<void> {
-  if (store.cluster)
+/** Refusals that need no snapshot: the disk unknown to the server, a cluster or replicated tables. */
+async function refuseEarly(store: Store, dest: Destination, tables: StoredTable[]): Promise<void> {
+  const replicated = tables.filter((t) => t.engine.startsWith('Replicated')).map((t) => t.name);
+  if (store.cluster || replicated.length > 0)
+    // A clone of a replicated table would share its replication path (freeze.ts).
     throw new DestinationError(
-      `CLICKHOUSE_CLUSTER is set: vulndb backup drives single servers only; on a cluster use BACKUP … ON CLUSTER as docs/OPERATIONS.md says`,
+      `${store.cluster ? 'CLICKHOUSE_CLUSTER is set' : `replicated tables (${replicated.slice(0, 2).join(', ')}…)`}: vulndb backup drives single servers only; ` +
+        'on a cluster use BACKUP … ON CLUSTER as docs/OPERATIONS.md says',
     );
   if (dest.kind === 'disk') {
     const [found] = await store.query<{ n: number }>('SELECT count() AS n FROM system.disks WHERE name = {d:String}', { d: dest.disk });
@@ -76,8 +79,8 @@ export async function takeServerSnapshot(
   onProgress: (p: SnapshotProgress) => void = () => {},
 ): Promise<ServerManifest> {
   const { store, hold, log } = deps;
-  await refuseEarly(store, dest);
   const tables = await snapshotTables(store, store.database);
+  await refuseEarly(store, dest, tables);
   const started = Date.now();
   const frozen = await prepareFreeze(store, tables);
   try {
