@@ -7,9 +7,11 @@ import { copiedAsFile, holdsRows, type StoredTable } from './manifest.js';
  * allows: with writers held at the commit gate, each table holding rows is cloned into a scratch
  * database. A MergeTree table's clone shares its data parts (`ATTACH PARTITION ALL FROM` links the
  * source's immutable parts; no row is read or written), so its cost does not grow with the rows;
- * an EmbeddedRocksDB table has no parts to share and is copied into a MergeTree table (its rows
- * are the size of the findings, not of the history). Everything slow — checksums, the engine's
- * BACKUP, verification — then reads the clones with the writers running again.
+ * an EmbeddedRocksDB table has no parts to share: the small ones are copied into a MergeTree table
+ * under the gate, the large one (each finding's latest event) is rebuilt from its cloned source
+ * after it (`derive`). Everything slow — checksums, the engine's BACKUP, verification — then reads
+ * the clones with the writers running again. The clones are created before the gate closes, so
+ * that only their filling holds it.
  */
 
 /** A scratch database holding the frozen copies of a database's tables. */
