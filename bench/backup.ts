@@ -1,5 +1,5 @@
 /**
- * npm run bench:backup -- --scale 100k|1m [--runs 3]
+ * npm run bench:backup -- --scale empty|100k|1m [--runs 3]
  *
  * Embedded-mode snapshots of a benchmark dataset (bench/lib/dataset.ts), as `vulndb backup` has
  * the service take them (src/backup/snapshot.ts): how long writers wait at the commit gate (the
@@ -13,6 +13,8 @@ import path from 'node:path';
 import { type SnapshotProgress, takeSnapshot } from '../src/backup/snapshot.js';
 import { CommitGate } from '../src/locks/commit-gate.js';
 import { createLogger } from '../src/log.js';
+import { openStore } from '../src/storage/gateway.js';
+import { migrate } from '../src/storage/migrate.js';
 import { dataDirOf, openDataset, SCALES, type Scale } from './lib/dataset.js';
 import { writeResults } from './lib/results.js';
 
@@ -21,15 +23,29 @@ const arg = (name: string, fallback: string) => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1]! : fallback;
 };
-const scale = arg('--scale', '100k') as Scale;
-if (!(scale in SCALES)) throw new Error(`--scale must be one of ${Object.keys(SCALES).join(', ')}`);
+const scale = arg('--scale', '100k') as Scale | 'empty';
+if (!(scale in SCALES) && scale !== 'empty') throw new Error(`--scale must be one of empty, ${Object.keys(SCALES).join(', ')}`);
 const runs = Number(arg('--runs', '3'));
 
-const { dataset, store } = await openDataset(scale);
+/** `empty`: the schema and no rows, the pause's floor (what it costs whatever the data). */
+async function emptyStore() {
+  const storePath = path.resolve('bench/.data/backup-empty/clickhouse');
+  const store = await openStore({
+    url: undefined,
+    database: 'vulndb',
+    user: 'default',
+    password: '',
+    embeddedPath: storePath,
+    layout: 'single',
+  });
+  await migrate(store);
+  return { dataset: { findings: 0, events: 0, reports: 0 }, store, dataDir: path.dirname(storePath) };
+}
+const { dataset, store, dataDir } = scale === 'empty' ? await emptyStore() : { ...(await openDataset(scale)), dataDir: dataDirOf(scale) };
 const log = createLogger('warn');
 const results: Record<string, number>[] = [];
 for (let run = 0; run < runs; run++) {
-  const dir = path.join(dataDirOf(scale), `snapshot-${run}`);
+  const dir = path.join(dataDir, `snapshot-${run}`);
   fs.rmSync(dir, { recursive: true, force: true });
   const started = performance.now();
   const ends: Partial<Record<SnapshotProgress['phase'], number>> = {};
