@@ -7,6 +7,7 @@ import { closeServer } from './http/servers.js';
 import type { ReportBatcher } from './ingest/batcher.js';
 import { TotalsRewriter } from './ingest/totals.js';
 import { CommitGate } from './locks/commit-gate.js';
+import { SharedCommitGate } from './locks/shared-gate.js';
 import { TargetLocks, type Locks } from './locks/target-locks.js';
 import type { Logger } from './log.js';
 import { notificationsQueue } from './notifications/emit.js';
@@ -70,17 +71,22 @@ async function openMigratedStore(config: Config, log: Logger): Promise<Store> {
 }
 
 /** What every role of the process shares: the store behind the backup gate, Redis, locks, totals, the data version. */
-async function sharedContext(config: Config, opts: ServiceOptions): Promise<RoleContext> {
+async function sharedContext(config: Config, opts: ServiceOptions): Promise<{ shared: RoleContext; gateConnection?: Redis | undefined }> {
   const { log } = opts;
   const names = opts.names ?? defaultRedisNames;
-  // Closed while a snapshot is taken (src/backup): every write of the process passes it.
-  const gate = new CommitGate();
-  const store = gatedStore(await openMigratedStore(config, log), gate);
+  const opened = await openMigratedStore(config, log);
+  // Closed while a snapshot is taken (src/backup): every write of the process passes it. Against a
+  // server, other processes write too and `vulndb backup` closes it from yet another: it lives in
+  // Redis, on a connection that fails fast like the request paths' (a write refused while Redis is
+  // away answers 503 or retries its job, rather than stalling).
+  const gateConnection = opened.mode === 'server' ? requestConnection(config.redisUrl) : undefined;
+  const gate = gateConnection ? new SharedCommitGate(gateConnection, names, log.child({ component: 'commit-gate' })) : new CommitGate();
+  const store = gatedStore(opened, gate);
   const redis = requestConnection(config.redisUrl);
   if (!(await whenReady(redis))) log.warn('Redis is not answering yet; queueing and caching wait for it', { url: config.redisUrl });
   // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
   const locks = new TargetLocks(redis, names, config.jobs.lockMs);
-  return {
+  const shared: RoleContext = {
     config,
     opts,
     log,
@@ -94,6 +100,7 @@ async function sharedContext(config: Config, opts: ServiceOptions): Promise<Role
     dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' })),
     gate,
   };
+  return { shared, gateConnection };
 }
 
 /** Every process, whatever its roles, can be watched and probed: the admin listener and the queues its board shows. */
@@ -114,7 +121,7 @@ async function startAdminListener(shared: RoleContext, queue: Queue | undefined)
 }
 
 export async function startService(config: Config, opts: ServiceOptions): Promise<Service> {
-  const shared = await sharedContext(config, opts);
+  const { shared, gateConnection } = await sharedContext(config, opts);
   const { log, store, redis, names } = shared;
   const worker = opts.worker ? startWorkerRole(shared) : undefined;
   const queue = opts.api ? checksQueue(redis, names) : undefined;
@@ -134,8 +141,9 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
       // No more retries of a failed rewrite: the process is going away.
       shared.totals.close();
       await deadline.bound('closing the queues', Promise.all(boardQueues.map((q) => q.close())));
-      await deadline.bound('closing Redis', redis.quit());
+      await deadline.bound('closing Redis', Promise.all([redis.quit(), gateConnection?.quit()]));
       redis.disconnect();
+      gateConnection?.disconnect();
       await deadline.bound('closing the store', store.close());
       log.info('stopped');
     })());

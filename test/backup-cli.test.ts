@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCatalog, reports as catalog } from './support/api-catalog.js';
 import { testDataDir } from './support/engine.js';
 import { startTestService, type TestService } from './support/service.js';
-import { runVulndb } from './support/cli-run.js';
+import { NO_REDIS, runVulndb } from './support/cli-run.js';
+import { freePort } from './support/private-redis.js';
 
 /**
  * `vulndb backup` asks the running service through its admin listener; `vulndb restore` fills an
@@ -32,6 +33,7 @@ describe('vulndb backup', () => {
     expect(summary).toMatchObject({ dir: snap(), sources: catalog.length, schema_version: 18 });
     expect(summary.bytes).toBeGreaterThan(0);
     expect(run.stderr).toMatch(/verify: \d+\/\d+ tables/);
+    expect(run.stderr).toContain('tables frozen; writers running again');
     expect(fs.existsSync(path.join(snap(), 'manifest.json'))).toBe(true);
   }, 90_000);
 
@@ -65,5 +67,46 @@ describe('vulndb restore', () => {
     const run = await vulndb(['restore', path.join(testDataDir(), 'cli-nothing')], { DATA_DIR: path.join(testDataDir(), 'cli-other') });
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('manifest.json is missing');
+  }, 60_000);
+});
+
+describe('vulndb backup and restore against a ClickHouse server (CLICKHOUSE_URL)', () => {
+  // Nothing listens there: what is checked before the server is asked, and the failure to reach it.
+  const server = async () => ({ CLICKHOUSE_URL: `http://127.0.0.1:${await freePort()}` });
+
+  it('take disk:<disk>/<name> or s3:<URL>, and refuse anything else before reaching the server (exit 2)', async () => {
+    const env = await server();
+    for (const [args, message] of [
+      [['backup', '/backups/x'], 'a server destination is disk:<disk>/<name>'],
+      [['backup', 'disk:backups'], 'a server destination is disk:<disk>/<name>'],
+      [['backup', 'disk:backups/../x'], 'has an empty or ".." part'],
+      [['restore', 'ftp://host/x'], 'a server destination is disk:<disk>/<name>'],
+      [['backup', 's3:https://key:secret@bucket.example.com/x'], 'must not hold credentials'],
+    ] as const) {
+      const run = await vulndb([...args], env);
+      expect({ args, code: run.code }).toEqual({ args, code: 2 });
+      expect(run.stderr).toContain(message);
+      expect(run.stderr).not.toContain('secret@');
+    }
+    const half = await vulndb(['backup', 's3:https://bucket.example.com/x'], { ...env, BACKUP_S3_SECRET_ACCESS_KEY: 'hush-hush' });
+    expect(half.code).toBe(2);
+    expect(half.stderr).toContain('go together');
+    expect(half.stderr).not.toContain('hush-hush');
+  }, 60_000);
+
+  it('fail with exit 1 when the server does not answer', async () => {
+    const env = await server();
+    const backup = await vulndb(['backup', 'disk:backups/vulndb-1'], env);
+    expect(backup.code).toBe(1);
+    expect(backup.stderr).toContain(env.CLICKHOUSE_URL.replace('http://', ''));
+    const restore = await vulndb(['restore', 's3:https://bucket.example.com/x'], { ...env, REDIS_URL: NO_REDIS });
+    expect(restore.code).toBe(1);
+    expect(restore.stderr).toContain('whether the service is stopped is not checked');
+  }, 60_000);
+
+  it('in embedded mode, refuse a server destination (exit 2)', async () => {
+    const run = await vulndb(['backup', 'disk:backups/x'], { DATA_DIR: path.join(testDataDir(), 'cli-unused') });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('set CLICKHOUSE_URL');
   }, 60_000);
 });

@@ -169,7 +169,11 @@ describe('a snapshot taken while reports stream in', () => {
   }, 120_000);
 
   it('shows progress, ends with the verified manifest the folder holds, and holds some of the stream, not all of it', () => {
+    expect(lines.some((l) => l.progress?.phase === 'freeze')).toBe(true);
     expect(lines.some((l) => l.progress?.phase === 'backup')).toBe(true);
+    // How long writers waited: recorded, and far below the seconds the snapshot takes.
+    expect(manifest.pause_ms).toBeGreaterThanOrEqual(0);
+    expect(manifest.pause_ms).toBeLessThan(5000);
     expect(lines.some((l) => l.progress?.phase === 'verify')).toBe(true);
     expect(readManifest(dir())).toEqual(manifest);
     expect(manifest.bytes).toBeGreaterThan(0);
@@ -272,13 +276,14 @@ describe('the snapshot folder', () => {
   });
 });
 
-describe("server mode's documented statements", () => {
-  it('are BACKUP and RESTORE statements the engine parses, to a disk and to S3', async () => {
+describe("a cluster's documented statements", () => {
+  it('are BACKUP and RESTORE … ON CLUSTER statements the engine parses, to a disk and to S3', async () => {
     const store = await openStore(testStoreConfig());
     stores.push(store);
     const doc = fs.readFileSync(path.resolve('docs/OPERATIONS.md'), 'utf8');
     const section = doc.slice(doc.indexOf('## Backup and restore'), doc.indexOf('## Reference'));
     const statements = [...section.matchAll(/^(BACKUP|RESTORE) DATABASE .*;$/gm)].map((m) => m[0].slice(0, -1));
+    for (const s of statements) expect(s).toContain(' ON CLUSTER ');
     expect(
       statements.map((s) =>
         s

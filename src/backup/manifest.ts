@@ -22,7 +22,7 @@ const ROWLESS_ENGINES = new Set(['View', 'MaterializedView', 'Null']);
 const tableSum = z.object({ name: z.string(), engine: z.string(), rows: z.number().int().nonnegative(), checksum: z.string() });
 export type TableSum = z.infer<typeof tableSum>;
 
-const manifestSchema = z.object({
+export const manifestSchema = z.object({
   format: z.literal(1),
   created_at: z.string(),
   database: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/),
@@ -32,6 +32,8 @@ const manifestSchema = z.object({
   sources: z.number().int().nonnegative(),
   tables: z.array(tableSum),
   bytes: z.number().int().nonnegative(),
+  /** How long writers waited at the commit gate for this snapshot's instant (ms). */
+  pause_ms: z.number().int().nonnegative().optional(),
 });
 export type Manifest = z.infer<typeof manifestSchema>;
 
@@ -104,6 +106,12 @@ export function differences(expected: TableSum[], actual: TableSum[]): string[] 
       out.push(`${e.name}: ${a.rows} rows (${a.checksum}), expected ${e.rows} (${e.checksum})`);
   }
   return out;
+}
+
+/** The tables of `expected` (views and definitions included) that `actual` lacks, described for a person. */
+export function missingTables(expected: StoredTable[], actual: StoredTable[]): string[] {
+  const names = new Set(actual.map((t) => t.name));
+  return expected.filter((t) => !names.has(t.name)).map((t) => `${t.name} (${t.engine}): missing`);
 }
 
 export function writeManifest(dir: string, manifest: Manifest): void {

@@ -37,7 +37,7 @@ export interface RestoreResult {
 }
 
 /** Refuses a store holding rows; drops the empty tables a started service may have created. */
-async function emptyOrRefuse(store: Store): Promise<void> {
+export async function emptyOrRefuse(store: Store): Promise<void> {
   const tables = await snapshotTables(store, store.database);
   const sums = await tableSums(store, store.database, tables);
   // The ledger of a service started once on the empty folder is not data.
@@ -57,19 +57,32 @@ export async function restoreSnapshot(
   const manifest = readManifest(dir);
   await emptyOrRefuse(store);
   onProgress({ phase: 'restore', done: 0, of: 1 });
-  {
-    const tables = manifest.tables.map(({ name, engine }) => ({ name, engine }));
-    await restoreInto(store, dir, manifest.database, store.database, tables);
-    onProgress({ phase: 'restore', done: 1, of: 1 });
-    const restored = await snapshotTables(store, store.database);
-    const sums = await tableSums(store, store.database, restored, (done, of) => onProgress({ phase: 'verify', done, of }));
-    const wrong = differences(manifest.tables, sums);
-    if (wrong.length > 0) throw new SnapshotError(`the restored store differs from the snapshot: ${wrong.join('; ')}`);
-  }
+  const tables = manifest.tables.map(({ name, engine }) => ({ name, engine }));
+  await restoreInto(store, dir, manifest.database, store.database, tables);
+  onProgress({ phase: 'restore', done: 1, of: 1 });
+  const migrations = await checkAndMigrate(store, manifest, log, onProgress);
+  log.info('snapshot restored', { dir, schemaVersion: manifest.schema_version, migrations, sources: manifest.sources });
+  return { manifest, migrations };
+}
+
+/**
+ * After the snapshot's data is in place: every table checked against the manifest, then the
+ * migrations newer than the snapshot and the findings lists' totals rewritten from their counters
+ * (a snapshot may fall between a change and its rewrite). Resolves to the migrations applied.
+ */
+export async function checkAndMigrate(
+  store: Store,
+  manifest: Manifest,
+  log: Logger,
+  onProgress: (p: RestoreProgress) => void,
+): Promise<number[]> {
+  const restored = await snapshotTables(store, store.database);
+  const sums = await tableSums(store, store.database, restored, (done, of) => onProgress({ phase: 'verify', done, of }));
+  const wrong = differences(manifest.tables, sums);
+  if (wrong.length > 0) throw new SnapshotError(`the restored store differs from the snapshot: ${wrong.join('; ')}`);
   onProgress({ phase: 'migrate', done: 0, of: 1 });
   const migrations = await migrate(store, log);
   await rewriteTotals(store, new ProcessLocks(), log);
   onProgress({ phase: 'migrate', done: 1, of: 1 });
-  log.info('snapshot restored', { dir, schemaVersion: manifest.schema_version, migrations, sources: manifest.sources });
-  return { manifest, migrations };
+  return migrations;
 }

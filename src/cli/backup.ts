@@ -7,15 +7,22 @@ import { formatBytes, progressShower } from './progress.js';
  * `vulndb backup <dir>` and `vulndb restore <dir>` (SPEC §14, src/backup). Embedded mode: the
  * running service takes the snapshot, asked through its admin listener (the data folder is its
  * alone); a restore opens the folder itself, so the service must be stopped. Against a ClickHouse
- * server both are the server's own BACKUP and RESTORE (docs/OPERATIONS.md).
+ * server both are the server's own BACKUP and RESTORE to a destination configured on it
+ * (src/cli/backup-server.ts).
  */
 
-const SERVER_MODE =
-  'against a ClickHouse server (CLICKHOUSE_URL), snapshots are the server’s own BACKUP/RESTORE to a disk or S3 destination configured on it: see docs/OPERATIONS.md, "Backup and restore"';
+/** A server destination (src/cli/backup-server.ts) named without a server to write it. */
+function refuseServerDestination(arg: string): void {
+  if (/^(disk|s3):/.test(arg))
+    throw new CliError(
+      `${arg.replace(/^(\w+:).*/, '$1…')} destinations are a ClickHouse server's: set CLICKHOUSE_URL (embedded mode takes a folder)`,
+      EXIT.usage,
+    );
+}
 
 interface BackupLine {
   progress?: { phase: string; done: number; of: number; bytes?: number };
-  manifest?: { tables: { name: string; rows: number }[]; sources: number; schema_version: number; bytes: number };
+  manifest?: { tables: { name: string; rows: number }[]; sources: number; schema_version: number; bytes: number; pause_ms?: number };
   error?: { message: string };
 }
 
@@ -27,7 +34,11 @@ function adminUrl(cfg: Config, override: string | undefined): string {
 }
 
 const progressText = (p: NonNullable<BackupLine['progress']>) =>
-  p.phase === 'backup' ? `writing the store: ${formatBytes(p.bytes ?? 0)}` : `${p.phase}: ${p.done}/${p.of} tables`;
+  p.phase === 'backup'
+    ? `writing the store: ${formatBytes(p.bytes ?? 0)}`
+    : p.phase === 'freeze'
+      ? 'tables frozen; writers running again'
+      : `${p.phase}: ${p.done}/${p.of} tables`;
 
 async function askService(url: string, dir: string, token: string | undefined): Promise<Response> {
   try {
@@ -45,7 +56,8 @@ async function askService(url: string, dir: string, token: string | undefined): 
 }
 
 export async function backupCommand(cfg: Config, dirArg: string, opts: { adminUrl?: string; json?: boolean }): Promise<void> {
-  if (cfg.store.url) throw new CliError(SERVER_MODE, EXIT.usage);
+  if (cfg.store.url) return (await import('./backup-server.js')).serverBackup(cfg, dirArg, opts);
+  refuseServerDestination(dirArg);
   const dir = path.resolve(dirArg);
   const { checkSnapshotDir } = await import('../backup/snapshot.js');
   const refusal = checkSnapshotDir(dir);
@@ -83,12 +95,14 @@ export async function backupCommand(cfg: Config, dirArg: string, opts: { adminUr
   process.stdout.write(
     opts.json
       ? `${JSON.stringify({ dir, ...m })}\n`
-      : `snapshot verified: ${dir}, ${formatBytes(m.bytes)}, ${m.tables.length} tables, ${rows} rows, ${m.sources} reports, schema version ${m.schema_version}\n`,
+      : `snapshot verified: ${dir}, ${formatBytes(m.bytes)}, ${m.tables.length} tables, ${rows} rows, ${m.sources} reports, schema version ${m.schema_version}` +
+          `${m.pause_ms === undefined ? '' : `; writers waited ${m.pause_ms} ms`}\n`,
   );
 }
 
 export async function restoreCommand(cfg: Config, dirArg: string, opts: { json?: boolean }): Promise<void> {
-  if (cfg.store.url) throw new CliError(SERVER_MODE, EXIT.usage);
+  if (cfg.store.url) return (await import('./backup-server.js')).serverRestore(cfg, dirArg, opts);
+  refuseServerDestination(dirArg);
   const dir = path.resolve(dirArg);
   const [{ createLogger }, { openStore }, { readManifest, SnapshotError }, { restoreSnapshot, StoreNotEmpty }] = await Promise.all([
     import('../log.js'),

@@ -31,16 +31,18 @@ function addServiceCommands(program: Command): void {
 
   program
     .command('backup')
-    .description('write a verified snapshot of the store to a new folder (embedded mode: asks the running service)')
-    .argument('<dir>', 'a new or empty folder')
+    .description(
+      'write a verified snapshot of the store (embedded mode: to a new folder, asking the running service; server mode: to the server’s disk:<disk>/<name> or s3:<URL>)',
+    )
+    .argument('<destination>', 'embedded: a new or empty folder; server (CLICKHOUSE_URL): disk:<disk>/<name> or s3:https://…')
     .option('--admin-url <url>', 'the service’s admin listener (default: http://ADMIN_HOST:ADMIN_PORT)')
     .option('--json', 'print the manifest as JSON')
     .action(async (dir, opts) => (await import('./backup.js')).backupCommand(await (await import('./config.js')).cliConfig(), dir, opts));
 
   program
     .command('restore')
-    .description('fill an empty store from a snapshot, then apply later migrations (embedded mode: stop the service first)')
-    .argument('<dir>', 'a folder written by vulndb backup')
+    .description('fill an empty store from a snapshot, then apply later migrations (stop the service first)')
+    .argument('<source>', 'a folder written by vulndb backup (embedded) or its disk:<disk>/<name> or s3:<URL> (server)')
     .option('--json', 'print the summary as JSON')
     .action(async (dir, opts) => (await import('./backup.js')).restoreCommand(await (await import('./config.js')).cliConfig(), dir, opts));
 

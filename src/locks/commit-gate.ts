@@ -17,7 +17,7 @@ export class CommitGate {
 
   /** Runs `work` as a writer: it waits while a snapshot holds the gate. */
   async pass<T>(work: () => Promise<T>): Promise<T> {
-    if (this.holder.getStore()?.live) return work();
+    if (this.nested) return work();
     while (this.closed) await this.closed;
     this.inside += 1;
     const token = { live: true };
@@ -45,6 +45,11 @@ export class CommitGate {
       this.closed = undefined;
       open();
     }
+  }
+
+  /** Whether the running code is inside a pass or the closure (its writes pass at once). */
+  protected get nested(): boolean {
+    return this.holder.getStore()?.live === true;
   }
 
   /** Whether a snapshot holds the gate now. */

@@ -68,11 +68,12 @@ function clientLog(
  * that only the engine's start-up arguments can give. The first connection to a data folder starts
  * the engine with its arguments; this one is opened only for that and closed once the client's
  * connection is open. Any path is allowed: the process may write wherever its user may, and asking
- * it to is the admin listener's concern.
+ * it to is the admin listener's concern. The data folder's own disk is allowed too, so that the
+ * server mode's BACKUP … TO Disk(…) runs on the embedded engine in the tests (src/backup/server-snapshot.ts).
  */
 async function backupsAllowed(dataPath: string): Promise<{ close(): void }> {
   const { Session } = await import('chdb');
-  return new Session(dataPath, { connectionArgs: ['--backups.allowed_path=/'] });
+  return new Session(dataPath, { connectionArgs: ['--backups.allowed_path=/', '--backups.allowed_disk=default'] });
 }
 
 /** A client on the embedded engine (chdb) storing under `cfg.embeddedPath`. */
