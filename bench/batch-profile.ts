@@ -23,6 +23,7 @@ import { rewriteTotals } from '../src/ingest/totals.js';
 import type { NormalizedReport } from '../src/ingest/normalize.js';
 import { ProcessLocks } from '../src/locks/target-locks.js';
 import { openStore, type Store } from '../src/storage/gateway.js';
+import { migrate } from '../src/storage/migrate.js';
 import { teamsOf } from '../src/teams/associations.js';
 import { nowSeconds } from '../src/domain/time.js';
 import { dataDirOf, SCALES, type Scale } from './lib/dataset.js';
@@ -85,6 +86,9 @@ const store = await openStore({
   password: '',
   embeddedPath: path.join(copyDir, 'clickhouse'),
 });
+// As the service starts: the dataset may predate this tree's migrations.
+const migrated = await migrate(store);
+if (migrated.length > 0) console.log(`migrations applied to the copy: ${migrated.join(', ')}`);
 const locks = new ProcessLocks();
 const { targets, scans } = SCALES[SCALE];
 const reports = syntheticReports({ targets, scans: scans + 100, churn: 0.01, skipScans: scans });
