@@ -177,7 +177,7 @@ describe('a snapshot taken while reports stream in', () => {
     expect(lines.some((l) => l.progress?.phase === 'verify')).toBe(true);
     expect(readManifest(dir())).toEqual(manifest);
     expect(manifest.bytes).toBeGreaterThan(0);
-    expect(manifest.schema_version).toBe(18);
+    expect(manifest.schema_version).toBe(19);
     expect(manifest.sources).toBeGreaterThan(catalog.length);
     expect(manifest.sources).toBeLessThan(storedAfter);
   });
@@ -250,9 +250,9 @@ describe('a snapshot of an older schema', () => {
     const manifest = await takeSnapshot({ store: old, gate: new CommitGate(), log: silentLogger }, dir);
     expect(manifest.schema_version).toBe(15);
     const { migrations } = await restoreSnapshot(target, dir, silentLogger);
-    expect(migrations).toEqual([16, 17, 18]);
+    expect(migrations).toEqual([16, 17, 18, 19]);
     // The source store, migrated forward in place, is what the restored one must equal.
-    expect(await migrate(old)).toEqual([16, 17, 18]);
+    expect(await migrate(old)).toEqual([16, 17, 18, 19]);
     const current = old;
     const derived = (s: Store) =>
       s.query(

@@ -41,7 +41,7 @@ function plannedTables(): Map<string, string> {
   const out = new Map<string, string>([['schema_migrations', 'MergeTree']]);
   for (const m of loadMigrations()) {
     for (const s of m.statements) {
-      const rewritten = toClusterStatement(s, undefined);
+      const rewritten = toClusterStatement(s, undefined) ?? '';
       const table = /^CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+)/i.exec(rewritten);
       const view = /^CREATE\s+(?:MATERIALIZED\s+)?VIEW\s+IF\s+NOT\s+EXISTS\s+(\w+)/i.exec(rewritten);
       if (table) out.set(table[1]!, /\bENGINE\s*=\s*(\w+)/.exec(rewritten)![1]!);

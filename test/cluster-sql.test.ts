@@ -37,7 +37,8 @@ describe('no cluster', () => {
 });
 
 describe.each(files)('%s on a cluster', (f) => {
-  const original = splitStatements(read(f));
+  // Changes of EmbeddedRocksDB settings have no cluster form (see below).
+  const original = splitStatements(read(f)).filter((s) => toClusterStatement(s, CLUSTER) !== undefined);
   const rewritten = splitStatements(toClusterSql(read(f), CLUSTER));
 
   it('keeps one statement per statement', () => {
@@ -101,6 +102,19 @@ describe('the transformation', () => {
     expect(() => toClusterStatement('CREATE TABLE m (x UInt8) ENGINE = Memory', CLUSTER)).toThrow(ClusterSqlError);
     expect(() => toClusterStatement('SYSTEM RELOAD DICTIONARIES', CLUSTER)).toThrow(/no cluster form/);
     expect(() => toClusterStatement('CREATE TABLE t (x UInt8) ENGINE = MergeTree ORDER BY x', 'a b')).toThrow(/invalid cluster name/);
+  });
+
+  it('leaves out changes of EmbeddedRocksDB settings only: the tables are ReplacingMergeTree there', () => {
+    expect(toClusterStatement('ALTER TABLE finding_latest_events MODIFY SETTING optimize_for_bulk_insert = 0', CLUSTER)).toBeUndefined();
+    expect(
+      toClusterStatement('ALTER TABLE t MODIFY SETTING optimize_for_bulk_insert = 0, bulk_insert_block_size = 9', undefined),
+    ).toBeUndefined();
+    expect(toClusterStatement('ALTER TABLE t MODIFY SETTING optimize_for_bulk_insert = 0, index_granularity = 8', 'c')).toBe(
+      'ALTER TABLE t ON CLUSTER `c` MODIFY SETTING optimize_for_bulk_insert = 0, index_granularity = 8',
+    );
+    const rocks = splitStatements(read('0019_small_batch_writes.sql')).filter((s) => /optimize_for_bulk_insert/.test(s));
+    expect(rocks).toHaveLength(4);
+    expect(toClusterSql(read('0019_small_batch_writes.sql'), CLUSTER)).not.toContain('optimize_for_bulk_insert');
   });
 
   it('handles OPTIMIZE, DROP, RENAME and parameters with nested parentheses', () => {

@@ -10,9 +10,10 @@ import { prepareReport } from '../src/ingest/prepare.js';
 import { openStore, type Store } from '../src/storage/gateway.js';
 import { decisionTrail } from '../src/decisions/store.js';
 import { migrate, MigrationError, SQL_DIR } from '../src/storage/migrate.js';
+import { splitStatements } from '../src/storage/statements.js';
 import { copyAllToTeams } from '../src/teams/team-copies.js';
 import { targetId } from '../src/domain/ids.js';
-import { testStoreConfig } from './support/engine.js';
+import { TEST_LAYOUT, testStoreConfig } from './support/engine.js';
 import { report, V, worked } from './support/reports.js';
 import { contextFromHistory, issueCountsFromFindings, snapshot, storedContext } from './support/snapshot.js';
 
@@ -58,6 +59,8 @@ async function ingest(store: Store, raws: Record<string, unknown>[]) {
   await rewriteTotals(store, new ProcessLocks());
 }
 
+const ROCKSDB_TABLES = ['finding_latest_events', 'finding_total_values', 'issue_objects', 'target_objects'];
+
 /** What each migration under test creates, dropped to take the store back to before it. */
 const CREATED: Record<number, string[]> = {
   11: ['DROP VIEW findings_to_issue_counts', 'DROP TABLE issue_finding_counts'],
@@ -73,6 +76,15 @@ const CREATED: Record<number, string[]> = {
   ],
   17: ['findings', 'team_findings'].flatMap((t) => [`ALTER TABLE ${t} DROP COLUMN fix_seconds`, `ALTER TABLE ${t} DROP COLUMN latest_at`]),
   18: ['DROP VIEW decision_revocations', 'ALTER TABLE finding_decisions DROP COLUMN replaces'],
+  // The key-value tables' default again, and the team views' queries of 0009.
+  19: [
+    // The cluster layout has no EmbeddedRocksDB tables, and 0019 leaves their settings out there.
+    ...(TEST_LAYOUT === 'single' ? ROCKSDB_TABLES : []).map((t) => `ALTER TABLE ${t} MODIFY SETTING optimize_for_bulk_insert = 1`),
+    ...splitStatements(fs.readFileSync(path.join(SQL_DIR, '0009_team_copies.sql'), 'utf8')).flatMap((s) => {
+      const view = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO \w+ AS\s+(SELECT[\s\S]*)$/.exec(s);
+      return view ? [`ALTER TABLE ${view[1]} MODIFY QUERY ${view[2]}`] : [];
+    }),
+  ],
 };
 
 async function unapply(store: Store, version: number): Promise<void> {
@@ -228,6 +240,63 @@ describe('migrations on a store that holds data', () => {
       [second, '2024-01-03T00:00:00Z', 'carol'],
       [first, '2024-01-01T12:00:00Z', 'bob'],
     ]);
+  });
+
+  it('0019 keeps the team copies, counters and key-value tables exact, written by the narrower views and into the memtables', async () => {
+    const store = await storedWithTeamB();
+    // What POST /targets writes besides the association (storedWithTeamB inserts only the association).
+    await store.insert('target_objects', [{ id: targetId('b.example.com'), identifier: 'b.example.com', teams: ['team-b'] }]);
+    await rewriteTotals(store, new ProcessLocks());
+    await unapply(store, 19);
+    const settings = () =>
+      store.query<{ name: string; memtable: number }>(
+        `SELECT name, toUInt8(create_table_query LIKE '%optimize_for_bulk_insert = 0%') AS memtable FROM system.tables
+         WHERE database = {db:String} AND engine = 'EmbeddedRocksDB' ORDER BY name`,
+        { db: store.database },
+      );
+    expect((await settings()).every((t) => t.memtable === 0)).toBe(true);
+    expect(await migrate(store)).toEqual([19]);
+    expect(await settings()).toEqual(TEST_LAYOUT === 'single' ? ROCKSDB_TABLES.map((name) => ({ name, memtable: 1 })) : []);
+    const views = await store.query<{ q: string }>(
+      `SELECT create_table_query AS q FROM system.tables WHERE database = {db:String}
+       AND name IN ('findings_to_team_findings', 'finding_state_deltas_to_team_counts')`,
+      { db: store.database },
+    );
+    expect(views).toHaveLength(2);
+    for (const v of views) expect(v.q).toMatch(/WHERE target_id IN \(SELECT target_id FROM \w+\.(findings|finding_state_deltas)\)/);
+
+    // c.example.com has no team: nothing of it may reach team-b's copies.
+    await ingest(store, after);
+    const teamRows = await store.query<{ team: string; target: string; n: number }>(
+      `SELECT team, toString(target_id) AS target, count() AS n FROM team_findings FINAL GROUP BY team, target_id`,
+    );
+    expect(teamRows.map((r) => [r.team, r.target])).toEqual([['team-b', targetId('b.example.com')]]);
+    const copied = await store.query(
+      `SELECT team, toString(id) AS id, version, toString(status) AS status FROM team_findings FINAL ORDER BY id`,
+    );
+    const truth = await store.query(
+      `SELECT t.team AS team, toString(f.id) AS id, f.version AS version, toString(f.status) AS status
+       FROM findings AS f FINAL INNER JOIN (SELECT DISTINCT team, target_id FROM target_teams) AS t ON t.target_id = f.target_id
+       ORDER BY id`,
+    );
+    expect(copied).toEqual(truth);
+    const teamCounts = await store.query<{ open: number; fixed: number }>(
+      `SELECT sum(open_critical + open_high + open_medium + open_low + open_informational) AS open,
+              sum(fixed_critical + fixed_high + fixed_medium + fixed_low + fixed_informational) AS fixed
+       FROM team_finding_counts WHERE team = 'team-b'`,
+    );
+    expect(teamCounts).toEqual([{ open: 1, fixed: 1 }]);
+    const kept = await storedContext(store);
+    expect(kept).toEqual(await contextFromHistory(store));
+    expect(kept.totals).toEqual([
+      { scope: 'all', open_n: 3, fixed_n: 1 },
+      { scope: 'team:team-b', open_n: 1, fixed_n: 1 },
+    ]);
+
+    // Run again (a crash before its ledger row): the same settings and views.
+    await store.command('DELETE FROM schema_migrations WHERE version = 19');
+    expect(await migrate(store)).toEqual([19]);
+    expect(await storedContext(store)).toEqual(kept);
   });
 
   it('refuses to start when a landed migration changed', async () => {

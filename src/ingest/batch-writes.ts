@@ -93,20 +93,37 @@ async function writeIssues(store: Store, w: BatchWrites, counts: BatchCounts): P
  * Events an earlier attempt wrote are skipped (and their latest ones completed), in every batch: a
  * crashed attempt's report may come back in another job — the same report delivered twice — that
  * is not in recovery, since recovery is known per job and partial writes are per report.
+ *
+ * Which reports those are is asked with one event each, its first detection's: a report's events
+ * go into finding_events from its one report_detections row, in detection order, within one
+ * insert, so an attempt that wrote any of them wrote that one first. Only for the reports found
+ * is every event looked up (and its id hashed here).
  */
 async function writeEvents(store: Store, w: BatchWrites, counts: BatchCounts): Promise<void> {
-  const all = eventRows(w.fresh, w.becameLatest);
-  const existing = await q.existingEventIds(
+  const begun = await q.sourcesWithEvents(
     store,
-    unique(all.map((e) => e.finding_id)),
-    all.map((e) => e.id),
+    w.fresh.flatMap((r) =>
+      r.detections.length === 0 ? [] : [{ findingId: r.detections[0]!.findingId, sourceId: r.sourceId, time: r.time }],
+    ),
   );
-  const written = all.filter((e) => existing.has(e.id));
-  // By the ids hashed above rather than hashing each detection's again.
-  const writtenKeys = new Set(written.map((e) => `${e.finding_id}/${e.source_id}`));
-  const keep = writtenKeys.size === 0 ? undefined : (findingId: string, sourceId: string) => !writtenKeys.has(`${findingId}/${sourceId}`);
-  // A latest event written by the earlier attempt may not have reached finding_latest_events.
-  if (written.length > 0) await store.insert('finding_latest_events', written.filter((e) => e.became_latest === 1).map(latestEventRow));
+  let keep: ((findingId: string, sourceId: string) => boolean) | undefined;
+  if (begun.size > 0) {
+    const all = eventRows(
+      w.fresh.filter((r) => begun.has(r.sourceId)),
+      w.becameLatest,
+    );
+    const existing = await q.existingEventIds(
+      store,
+      unique(all.map((e) => e.finding_id)),
+      all.map((e) => e.id),
+    );
+    const written = all.filter((e) => existing.has(e.id));
+    // By the ids hashed above rather than hashing each detection's again.
+    const writtenKeys = new Set(written.map((e) => `${e.finding_id}/${e.source_id}`));
+    keep = (findingId, sourceId) => !writtenKeys.has(`${findingId}/${sourceId}`);
+    // A latest event written by the earlier attempt may not have reached finding_latest_events.
+    await store.insert('finding_latest_events', written.filter((e) => e.became_latest === 1).map(latestEventRow));
+  }
   const rows = detectionRows(w.fresh, w.becameLatest, keep);
   counts.events = rows.reduce((n, r) => n + r.finding_ids.length, 0);
   await store.insert('report_detections', rows);

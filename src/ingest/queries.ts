@@ -209,7 +209,36 @@ export async function latestEvents(store: Store, findingIds: string[]): Promise<
   return new Map(rows.map((r) => [r.finding, { rank: { time: r.t, checkId: r.c, pos: r.p }, score: r.score }]));
 }
 
-/** Event ids already stored (only asked when a batch retries work that may be half written). */
+/** A report's first detection, whose event is the first of the report's events any attempt writes. */
+export interface EventProbe {
+  findingId: string;
+  sourceId: string;
+  /** The report's time: every event of a report has it. */
+  time: number;
+}
+
+/**
+ * The sources among the probes' that have a stored FOUND event: reports whose events an earlier
+ * attempt wrote, wholly or in part (their events are then checked one by one, existingEventIds).
+ * One event per report instead of all of them: a key lookup of (finding, time) per report, where
+ * a new report's time is usually past every stored event of its finding, so the primary key
+ * rules out most granules. Any match names a source with a stored event, whichever probe's
+ * finding it matched.
+ */
+export async function sourcesWithEvents(store: Store, probes: EventProbe[]): Promise<Set<string>> {
+  if (probes.length === 0) return new Set();
+  const findings = [...new Set(probes.map((p) => p.findingId))];
+  const sources = probes.map((p) => p.sourceId);
+  const rows = await store.query<{ source_id: string }>(
+    `SELECT DISTINCT source_id FROM finding_events
+     WHERE ${inUuids('finding_id', 'findings', findings)} AND time IN {times:Array(DateTime('UTC'))}
+       AND ${inUuids('source_id', 'sources', sources)}`,
+    { findings, times: [...new Set(probes.map((p) => p.time))], sources },
+  );
+  return new Set(rows.map((r) => r.source_id));
+}
+
+/** Event ids already stored (asked for the reports whose events an earlier attempt began to write). */
 export async function existingEventIds(store: Store, findingIds: string[], eventIds: string[]): Promise<Set<string>> {
   if (eventIds.length === 0) return new Set();
   const rows = await store.query<{ id: string }>(

@@ -23,6 +23,9 @@ import { splitStatements } from './statements.js';
  *   writes into a replicated table); plain views stay views.
  * - INSERT … SELECT backfills run once, on the node the migration runs on: their targets are
  *   replicated, so every replica receives the rows.
+ * - A change of EmbeddedRocksDB settings only (`ALTER TABLE … MODIFY SETTING optimize_for_bulk_insert
+ *   …`) has no cluster form: the tables it tunes are ReplacingMergeTree there, without those
+ *   settings. It is left out (toClusterStatement: undefined).
  * - Any other statement is refused, so that a new kind of migration statement is looked at for
  *   the cluster before it runs there.
  *
@@ -54,6 +57,13 @@ const ALTERISH = new RegExp(
   'i',
 );
 const RENAME = new RegExp(`^(RENAME\\s+TABLE\\s+${NAME}\\s+TO\\s+${NAME}(?:\\s*,\\s*${NAME}\\s+TO\\s+${NAME})*)`, 'i');
+
+/** `ALTER TABLE t MODIFY SETTING` of the EmbeddedRocksDB engine's own settings, and of nothing else. */
+const ROCKSDB_SETTINGS_ONLY = new RegExp(
+  `^ALTER\\s+TABLE\\s+${NAME}\\s+MODIFY\\s+SETTING\\s+(?:optimize_for_bulk_insert|bulk_insert_block_size)\\s*=\\s*\\w+` +
+    '(?:\\s*,\\s*(?:optimize_for_bulk_insert|bulk_insert_block_size)\\s*=\\s*\\w+)*$',
+  'i',
+);
 
 /** ZooKeeper path of a replicated table: one per shard, database and table. */
 export const zooKeeperPath = (table: string) => `/clickhouse/tables/{shard}/{database}/${table}`;
@@ -141,13 +151,14 @@ function clusterEngine(statement: string, table: string, replicas: boolean): str
 /**
  * One statement (no trailing `;`) as the cluster runs it; with no cluster name, as the cluster
  * layout of the embedded engine runs it (CLICKHOUSE_LAYOUT=cluster): the same tables on one node,
- * without `ON CLUSTER` and without replication.
+ * without `ON CLUSTER` and without replication. Undefined: the statement has nothing to do there.
  */
-export function toClusterStatement(statement: string, cluster: string | undefined): string {
+export function toClusterStatement(statement: string, cluster: string | undefined): string | undefined {
   if (cluster !== undefined && !CLUSTER_NAME.test(cluster)) throw new ClusterSqlError(`invalid cluster name ${JSON.stringify(cluster)}`);
   const on = cluster === undefined ? '' : ` ON CLUSTER \`${cluster}\``;
   const s = statement.trim();
   if (/\bON\s+CLUSTER\b/i.test(s)) return s;
+  if (ROCKSDB_SETTINGS_ONLY.test(s)) return undefined;
 
   const create = CREATE.exec(s);
   if (create) {
@@ -173,7 +184,10 @@ export function toClusterStatement(statement: string, cluster: string | undefine
 export function toClusterSql(sql: string, cluster: string | undefined): string {
   if (cluster === undefined || cluster === '') return sql;
   return splitStatements(sql)
-    .map((s) => `${toClusterStatement(s, cluster)};\n`)
+    .flatMap((s) => {
+      const rewritten = toClusterStatement(s, cluster);
+      return rewritten === undefined ? [] : [`${rewritten};\n`];
+    })
     .join('\n');
 }
 

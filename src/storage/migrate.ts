@@ -61,7 +61,10 @@ const UNLIMITED = { timeoutMs: 0 };
 export async function migrate(store: Store, log?: Logger, dir = SQL_DIR, cluster = store.cluster): Promise<number[]> {
   const clusterLayout = cluster !== undefined || store.layout === 'cluster';
   const rewrite = (statement: string) => (clusterLayout ? toClusterStatement(statement, cluster) : statement);
-  const run = (statement: string) => store.command(rewrite(statement), undefined, UNLIMITED);
+  const run = async (statement: string) => {
+    const rewritten = rewrite(statement);
+    if (rewritten !== undefined) await store.command(rewritten, undefined, UNLIMITED);
+  };
   if (cluster) await run(`CREATE DATABASE IF NOT EXISTS ${store.database}`);
   await run(`
     CREATE TABLE IF NOT EXISTS schema_migrations
