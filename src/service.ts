@@ -1,6 +1,7 @@
 import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DataVersion } from './cache/data-version.js';
+import { Suppression } from './decisions/suppression.js';
 import { packageVersion } from './cli/version.js';
 import type { Config } from './config.js';
 import { closeServer } from './http/servers.js';
@@ -39,6 +40,8 @@ const stopBudgetMs = (timeoutMs: number) => timeoutMs - Math.min(2000, timeoutMs
 
 export interface Service {
   store: Store;
+  /** What the process knows of triage decisions (SPEC §12.3): readers built beside the service share it. */
+  suppression: Suppression;
   queue: Queue | undefined;
   batcher: ReportBatcher | undefined;
   /** The ingest workers of the `checks` and `checks-bulk` queues (none without the worker role). */
@@ -91,6 +94,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     totals: new TotalsRewriter(store.prioritized(), locks, log.child({ component: 'totals' })),
     // Cached answers are keyed by it; both the worker and POST /targets bump it.
     dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' })),
+    suppression: new Suppression(store),
     gate,
   };
 
@@ -132,6 +136,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
 
   return {
     store,
+    suppression: shared.suppression,
     queue,
     batcher: worker?.batcher,
     workers: worker?.workers ?? [],

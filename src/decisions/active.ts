@@ -26,7 +26,7 @@ export function activeAtParams(name: string, t: number): Record<string, string> 
  * The decisions active at T: rows of finding_decisions (every column) that hold at T. `where`
  * narrows the decisions read (e.g. one finding's), before the activity rules.
  */
-export function activeDecisionsAt(name: string, where = '1', boundLapses = false): string {
+export function activeDecisionsAt(name: string, where = '1'): string {
   const t = `{${name}:DateTime('UTC')}`;
   const end = `{${name}End:DateTime64(3, 'UTC')}`;
   // The false positives whose finding was seen with another fingerprint after the decision: the
@@ -47,16 +47,14 @@ export function activeDecisionsAt(name: string, where = '1', boundLapses = false
       AND created_at < ${end}
       AND (expires_at IS NULL OR ${t} < expires_at)
       AND id NOT IN (SELECT decision_id FROM decision_revocations WHERE revoked_at < ${end})
-      AND (decision = 'accepted_risk' OR id NOT IN ${boundLapses ? `{${name}Lapsed:Array(UUID)}` : `(${lapsed})`})`;
+      AND (decision = 'accepted_risk' OR id NOT IN (${lapsed}))`;
 }
 
 /**
  * Rows of findings (or a team's copy: columns target_id, id) that are NOT suppressed at T. Read by
  * (target_id, id), the findings tables' sort key.
  */
-export const notSuppressedAt = (name: string, boundLapses = false) =>
-  `(target_id, id) NOT IN (SELECT target_id, finding_id FROM (${activeDecisionsAt(name, '1', boundLapses)}))`;
+export const notSuppressedAt = (name: string) => `(target_id, id) NOT IN (SELECT target_id, finding_id FROM (${activeDecisionsAt(name)}))`;
 
 /** Rows of findings that ARE suppressed at T (to subtract them from materialized counters). */
-export const suppressedAt = (name: string, boundLapses = false) =>
-  `(target_id, id) IN (SELECT target_id, finding_id FROM (${activeDecisionsAt(name, '1', boundLapses)}))`;
+export const suppressedAt = (name: string) => `(target_id, id) IN (SELECT target_id, finding_id FROM (${activeDecisionsAt(name)}))`;

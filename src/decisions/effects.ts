@@ -7,6 +7,7 @@ import type { Store } from '../storage/gateway.js';
 import { watchExpiries } from './expiry.js';
 import type { DecisionAction } from './routes.js';
 import type { Decision } from './store.js';
+import type { Suppression } from './suppression.js';
 
 /**
  * What follows a decision (SPEC §12.3, §9.1), started with the APIs:
@@ -18,6 +19,7 @@ import type { Decision } from './store.js';
  */
 export function startDecisionEffects(deps: {
   store: Store;
+  suppression: Suppression;
   redis: Redis;
   names: RedisNames;
   dataVersion: DataVersion;
@@ -28,6 +30,7 @@ export function startDecisionEffects(deps: {
   const queue = notificationsQueue(deps.redis, deps.names);
   const expiries = watchExpiries({
     store: deps.store,
+    suppression: deps.suppression,
     now: deps.now,
     expired: () => deps.dataVersion.bump('decision expired'),
     log: deps.log,

@@ -10,6 +10,7 @@ import { mttrStats } from '../stats/mttr.js';
 import { slaStats } from '../stats/sla.js';
 import type { SlaPolicy } from '../sla/policy.js';
 import type { Store } from '../storage/gateway.js';
+import type { Suppression } from '../decisions/suppression.js';
 import { answerCached, normalisedParams, type ResponseCache } from '../cache/response-cache.js';
 import { authorizeGlobal, authorizeTeam, callerOf } from './auth.js';
 import { metricsErrors } from './errors.js';
@@ -30,7 +31,7 @@ interface Metric {
   key: string;
   params: readonly FieldName[];
   rejectAtDate?: boolean;
-  compute: (store: Store, f: StatFilters, now: number, slaPolicy: SlaPolicy) => Promise<unknown>;
+  compute: (store: Store, suppression: Suppression, f: StatFilters, now: number, slaPolicy: SlaPolicy) => Promise<unknown>;
   /** Whether the answer for these filters depends on "now" (shorter cache lifetime). */
   clockDependent: (f: StatFilters) => boolean;
 }
@@ -44,7 +45,7 @@ export const METRICS: readonly Metric[] = [
     path: 'stats/open',
     key: 'open_issues',
     params: COUNT_PARAMS,
-    compute: (store, f, now) => findingCounts(store, 'OPEN', f, now),
+    compute: (store, suppression, f, now) => findingCounts(store, suppression, 'OPEN', f, now),
     clockDependent: () => false,
   },
   {
@@ -52,7 +53,7 @@ export const METRICS: readonly Metric[] = [
     path: 'stats/fixed',
     key: 'fixed_issues',
     params: COUNT_PARAMS,
-    compute: (store, f, now) => findingCounts(store, 'FIXED', f, now),
+    compute: (store, suppression, f, now) => findingCounts(store, suppression, 'FIXED', f, now),
     // Rule 2 with only minDate ends the range at now.
     clockDependent: (f) => f.minDate !== undefined && f.maxDateEnd === undefined,
   },
@@ -62,7 +63,7 @@ export const METRICS: readonly Metric[] = [
     key: 'mttr',
     params: ['minDate', 'maxDate', 'minScore', 'maxScore', 'labels', 'includeSuppressed'],
     rejectAtDate: true,
-    compute: (store, f, now) => mttrStats(store, f, now),
+    compute: (store, suppression, f, now) => mttrStats(store, suppression, f, now),
     clockDependent: () => false,
   },
   {
@@ -70,7 +71,7 @@ export const METRICS: readonly Metric[] = [
     path: 'stats/exposure',
     key: 'exposure',
     params: ['atDate', 'minScore', 'maxScore', 'includeSuppressed'],
-    compute: (store, f, now) => totalExposureStats(store, f, now),
+    compute: (store, suppression, f, now) => totalExposureStats(store, suppression, f, now),
     clockDependent: noDates,
   },
   {
@@ -78,7 +79,7 @@ export const METRICS: readonly Metric[] = [
     path: 'stats/exposure/current',
     key: 'current_exposure',
     params: ['atDate', 'minScore', 'maxScore', 'labels', 'includeSuppressed'],
-    compute: (store, f, now) => currentExposureStats(store, f, now),
+    compute: (store, suppression, f, now) => currentExposureStats(store, suppression, f, now),
     clockDependent: noDates,
   },
   {
@@ -86,7 +87,7 @@ export const METRICS: readonly Metric[] = [
     path: 'stats/assets',
     key: 'assets',
     params: ['identifiers', 'labels', 'includeSuppressed'],
-    compute: (store, f, now) => assetStats(store, f, now),
+    compute: (store, suppression, f, now) => assetStats(store, suppression, f, now),
     clockDependent: () => false,
   },
   {
@@ -94,7 +95,7 @@ export const METRICS: readonly Metric[] = [
     path: 'stats/sla',
     key: 'sla',
     params: COUNT_PARAMS,
-    compute: (store, f, now, slaPolicy) => slaStats(store, f, now, slaPolicy),
+    compute: (store, suppression, f, now, slaPolicy) => slaStats(store, suppression, f, now, slaPolicy),
     // Open and breached findings are counted at now unless atDate.
     clockDependent: (f) => f.atDate === undefined,
   },
@@ -102,6 +103,7 @@ export const METRICS: readonly Metric[] = [
 
 export interface MetricRouteDeps {
   store: Store;
+  suppression: Suppression;
   now: () => number;
   authenticate: Middleware;
   cache: ResponseCache | undefined;
@@ -114,7 +116,7 @@ export function metricRoutes(deps: MetricRouteDeps): Router {
 
   // `teams`: the teams whose targets alone the answer reads (undefined: all targets).
   const answer = async (ctx: Context, metric: Metric, scope: string, filters: StatFilters, teams: readonly string[] | undefined) => {
-    const compute = async () => ({ [metric.key]: await metric.compute(deps.store, filters, deps.now(), deps.slaPolicy) });
+    const compute = async () => ({ [metric.key]: await metric.compute(deps.store, deps.suppression, filters, deps.now(), deps.slaPolicy) });
     const request = {
       endpoint: metric.name,
       scope,

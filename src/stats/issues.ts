@@ -1,4 +1,4 @@
-import { referenceInstant, signed, type SuppressedRows, signedRows, withSuppressedRows } from '../decisions/suppression.js';
+import { referenceInstant, signed, type SuppressedRows, signedRows, type Suppression } from '../decisions/suppression.js';
 import type { Paging } from '../filters/params.js';
 import { findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
 import { NEVER, nowSeconds } from '../domain/time.js';
@@ -15,12 +15,18 @@ import type { IssueStatBody } from './schema.js';
  * count only their targets' findings. Findings suppressed at the reference instant (SPEC §12.3) do
  * not count unless includeSuppressed.
  */
-export async function issueStats(store: Store, f: StatFilters, page: Paging, now = nowSeconds()): Promise<PageOf<IssueStatBody>> {
+export async function issueStats(
+  store: Store,
+  suppression: Suppression,
+  f: StatFilters,
+  page: Paging,
+  now = nowSeconds(),
+): Promise<PageOf<IssueStatBody>> {
   const filtered = [f.minScore, f.maxScore, f.minDate, f.maxDateEnd, f.team, f.teams].some((v) => v !== undefined);
-  const t = referenceInstant(f, now);
-  return withSuppressedRows(store, f, t, (suppressed) =>
-    filtered ? filteredIssueStats(store, f, page, suppressed) : currentIssueStats(store, page, suppressed),
-  );
+  // The rows counted are the scope's (team, teams): the suppressed ones subtracted are too.
+  const scope = { team: f.team, teams: f.teams, includeSuppressed: f.includeSuppressed };
+  const suppressed = await suppression.suppressedRows(scope, referenceInstant(f, now));
+  return filtered ? filteredIssueStats(store, f, page, suppressed) : currentIssueStats(store, page, suppressed);
 }
 
 interface IssueCounts {
@@ -33,20 +39,8 @@ interface IssueCounts {
  * Without filters every finding not suppressed counts: the page and its total come from the
  * per-issue counters (migration 0011, one row per issue) in one statement, less the suppressed
  * findings (the counters know nothing of decisions), then the page's issues are looked up by id.
- * With a share of them at hand (src/decisions/suppressed-shares.ts) the statement leaves out the
- * issues they leave without a counted finding and the page's counts are taken after it; else the
- * statement subtracts their rows.
  */
 function perIssue(suppressed: SuppressedRows | undefined): { counts: string; params: Record<string, unknown> } {
-  const share = suppressed?.share?.issues;
-  if (share) {
-    return {
-      counts: `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n
-               FROM issue_finding_counts WHERE issue_id NOT IN {supGone:Array(UUID)}
-               GROUP BY issue_id HAVING open_n + fixed_n > 0)`,
-      params: { supGone: share.gone },
-    };
-  }
   const minus = suppressed
     ? `UNION ALL
        SELECT issue_id, -toInt64(status = 'OPEN') AS open, -toInt64(status = 'FIXED') AS fixed
@@ -62,8 +56,6 @@ function perIssue(suppressed: SuppressedRows | undefined): { counts: string; par
 
 async function currentIssueStats(store: Store, page: Paging, suppressed: SuppressedRows | undefined): Promise<PageOf<IssueStatBody>> {
   const { counts, params } = perIssue(suppressed);
-  const less = suppressed?.share?.issues?.less;
-  const options = suppressed?.options;
   const counted = pageCanHoldRows(page)
     ? await store.query<IssueCounts & { page_total: number }>(
         `SELECT issue_id AS id, open_n AS open, fixed_n AS fixed, count() OVER () AS page_total
@@ -71,16 +63,9 @@ async function currentIssueStats(store: Store, page: Paging, suppressed: Suppres
          ORDER BY ${byId('issue_id')}
          ${PAGE_LIMIT}`,
         { ...pageParams(page), ...params },
-        options,
       )
     : [];
-  const total = await toldTotal(
-    store,
-    { sql: `SELECT count() AS n FROM ${counts}`, params, options },
-    page,
-    counted.length,
-    counted[0]?.page_total,
-  );
+  const total = await toldTotal(store, { sql: `SELECT count() AS n FROM ${counts}`, params }, page, counted.length, counted[0]?.page_total);
   const issues = await issuesByIds(
     store,
     counted.map((c) => c.id),
@@ -88,8 +73,7 @@ async function currentIssueStats(store: Store, page: Paging, suppressed: Suppres
   // Claims are written before findings (src/ingest), so every counted issue is stored.
   const rows = counted.flatMap((c) => {
     const issue = issues.get(c.id);
-    const taken = less?.get(c.id);
-    return issue ? [{ ...issue, open: Number(c.open) - (taken?.open ?? 0), fixed: Number(c.fixed) - (taken?.fixed ?? 0) }] : [];
+    return issue ? [{ ...issue, open: Number(c.open), fixed: Number(c.fixed) }] : [];
   });
   return { rows, pagination: pagination(page, total) };
 }
@@ -127,6 +111,5 @@ function filteredIssueStats(
     },
     sql.params,
     page,
-    suppressed?.options,
   );
 }

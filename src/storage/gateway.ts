@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import { TimeSlices } from '../time-slices.js';
 import { openEmbeddedClient, openServerClient } from './clients.js';
 import { type KeyedTables, keyedTables } from './layout.js';
-import { DataChanged, guard, StoreError } from './store-errors.js';
+import { guard, StoreError } from './store-errors.js';
 import { type Exec, timeLimits } from './time-limits.js';
 
 /**
@@ -29,18 +29,15 @@ export interface StatementOptions {
    * a longer one, or 0 for none (migrations, OPTIMIZE and other maintenance).
    */
   timeoutMs?: number;
-  /**
-   * Embedded mode: run only if no statement that may change data started since `changes()` read
-   * this count, else reject with DataChanged (nothing runs). For statements whose text depends on
-   * what the process derived from that state of the data (src/decisions/suppressed-rows.ts).
-   */
-  unchangedSince?: number;
-  /** A command or insert that changes no data other statements read (the process's own scratch tables). */
-  scratch?: boolean;
 }
 
 export interface Store {
   readonly mode: 'embedded' | 'server';
+  /**
+   * Whether this process is the only one writing the data (the embedded engine's data folder): what
+   * it learns of the store stays true until it writes. A server's data other processes change too.
+   */
+  readonly exclusive: boolean;
   readonly database: string;
   /** CLICKHOUSE_CLUSTER (server mode): migrations run ON CLUSTER with replicated engines (src/storage/cluster.ts). */
   readonly cluster?: string;
@@ -56,13 +53,6 @@ export interface Store {
   queryFields(sql: string, params?: QueryParams): Promise<string[][]>;
   command(sql: string, params?: QueryParams, opts?: StatementOptions): Promise<void>;
   insert(table: string, rows: readonly object[], opts?: StatementOptions): Promise<void>;
-  /**
-   * Embedded mode: how many statements that may change data (every command and insert but scratch
-   * ones) have reached the engine in this process, the only one writing its data folder. Statements
-   * take turns there, so a statement that reaches the engine while this count is unchanged reads the
-   * data as it was when the count was read.
-   */
-  changes(): number;
   ping(): Promise<boolean>;
   close(): Promise<void>;
   /**
@@ -109,28 +99,20 @@ function wrap(
   layout: StoreLayout,
 ): Store {
   let closed = false;
-  let changes = 0;
   const runner = timeLimits(mode, queryTimeoutMs);
-  /** At the statement's turn: refuses a statement bound to an earlier state, counts a change. */
-  const turn = (opts: StatementOptions | undefined, changing: boolean) => {
-    if (opts?.unchangedSince !== undefined && opts.unchangedSince !== changes) throw new DataChanged();
-    if (changing && !opts?.scratch) changes++;
-  };
   // The store and its prioritized view share the client and the engine's turns.
   const view = (urgent: boolean): Store => {
     const limited = <T>(ms: number | undefined, work: (exec: Exec) => Promise<T>) => runner(ms, work, urgent);
     return {
       mode,
+      exclusive: mode === 'embedded',
       database,
       layout,
       keyed: keyedTables(layout),
       query: <T>(sql: string, params?: QueryParams, opts?: StatementOptions) =>
         guard('query', () =>
           limited(opts?.timeoutMs, async (exec) => {
-            const rs = await exec((limits) => {
-              turn(opts, false);
-              return client.query({ query: sql, query_params: params, format: 'JSONEachRow', ...limits });
-            });
+            const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'JSONEachRow', ...limits }));
             return rs.json<T>();
           }),
         ),
@@ -158,24 +140,15 @@ function wrap(
       command: (sql, params, opts) =>
         guard('command', () =>
           limited(opts?.timeoutMs, async (exec) => {
-            await exec((limits) => {
-              turn(opts, true);
-              return client.command({ query: sql, query_params: params, ...limits });
-            });
+            await exec((limits) => client.command({ query: sql, query_params: params, ...limits }));
           }),
         ),
       insert: (table, rows, opts) =>
         guard(`insert into ${table}`, async () => {
           if (rows.length === 0) return;
           const statement = insertStatement(table, rows);
-          await limited(opts?.timeoutMs, (exec) =>
-            exec((limits) => {
-              turn(opts, true);
-              return client.command({ query: statement, ...limits });
-            }),
-          );
+          await limited(opts?.timeoutMs, (exec) => exec((limits) => client.command({ query: statement, ...limits })));
         }),
-      changes: () => changes,
       engineMs: () => runner.engineMs(urgent),
       ping: async () => {
         if (closed) return false;
