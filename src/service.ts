@@ -82,6 +82,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
   if (!(await whenReady(redis))) log.warn('Redis is not answering yet; queueing and caching wait for it', { url: config.redisUrl });
   // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
   const locks = new TargetLocks(redis, names, config.jobs.lockMs);
+  const suppression = new Suppression(store);
   const shared: RoleContext = {
     config,
     opts,
@@ -93,8 +94,9 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
     // Its statements go first, like the batches' (README, Design).
     totals: new TotalsRewriter(store.prioritized(), locks, log.child({ component: 'totals' })),
     // Cached answers are keyed by it; both the worker and POST /targets bump it.
-    dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' })),
-    suppression: new Suppression(store),
+    // Every change it is told of changes which findings decisions suppress (a false positive lapses).
+    dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' }), () => suppression.changed()),
+    suppression,
     gate,
   };
 

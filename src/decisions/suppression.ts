@@ -1,23 +1,31 @@
+import { randomUUID } from 'node:crypto';
 import type { DecisionFilter, SuppressionFilter } from '../filters/params.js';
 import { findingsIn, merge, type Scope, type Sql, whereClause } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
-import { activeAtParams, activeDecisionsAt, notSuppressedAt, suppressedAt } from './active.js';
+import { activeAt, activeAtParams, decisionIntervals } from './active.js';
 import { type Decision, decisionsAt } from './store.js';
 
 /**
  * Suppression in statistics and lists (SPEC §7, §12.3), owned by one object created with the
- * service and passed to every reader. Every condition comes from `active.ts` ("active at T", stated
- * once in SQL); this object adds only what the process knows for sure: whether the store holds any
- * decision at all, so that while none was ever made statements pay nothing for suppression (any
- * extra table costs the embedded engine milliseconds to plan, as much as a small statistic).
+ * service and passed to every reader. The rule is `active.ts` (each decision's interval of
+ * activity, stated once in SQL); a statistic subtracts the rows of the findings in scope whose
+ * decision is active at its reference instant (`signedRows`).
  *
- * A store written by this process alone (`Store.exclusive`) sees every decision made through it
- * (`decided()`): the answer, read once, stays exact. A store shared with other processes may hold
- * decisions this one did not see: there it is always "maybe". Decisions are never deleted.
+ * What the process keeps, only for a store it alone writes (`Store.exclusive`; a store shared with
+ * other processes changes behind its back, and there every statement evaluates the rule itself):
+ * - whether the store holds any decision, so that while none was ever made statements pay nothing
+ *   for suppression (any extra table costs the embedded engine milliseconds to plan);
+ * - the result of the rule's statement (every decision's interval) in a Memory table, made when a
+ *   statement first needs it after a change (`changed()`: a decision written, data committed): the
+ *   rule reads the FOUND events of every finding with a false positive, which for thousands of
+ *   decisions costs a statement hundreds of milliseconds (bench/HISTORY.md). Copies of earlier
+ *   states are dropped a while later, once the statements that read them are done.
  */
 
 const NONE: Sql = { where: [], params: {} };
 const PARAM = 'supAt';
+const COPY_PREFIX = 'decision_intervals_';
+const DROP_AFTER_MS = 60_000;
 
 /** The rows of the findings in scope suppressed at T: a FROM body and its conditions. */
 export interface SuppressedRows {
@@ -27,6 +35,8 @@ export interface SuppressedRows {
 
 export class Suppression {
   private present: Promise<boolean> | undefined;
+  private copy: Promise<string> | undefined;
+  private leftoversDropped = false;
 
   constructor(private readonly store: Store) {}
 
@@ -43,9 +53,57 @@ export class Suppression {
     return this.present;
   }
 
-  /** A decision was stored: from now on statements leave suppressed findings out. */
+  /** A decision was stored or revoked: from now on statements leave suppressed findings out. */
   decided(): void {
     this.present = Promise.resolve(true);
+    this.changed();
+  }
+
+  /** The data or the decisions changed: the rule's result is read again when next needed. */
+  changed(): void {
+    const old = this.copy;
+    this.copy = undefined;
+    if (old) {
+      const drop = () => void old.then((table) => this.store.command(`DROP TABLE IF EXISTS ${table}`)).catch(() => undefined);
+      setTimeout(drop, DROP_AFTER_MS).unref();
+    }
+  }
+
+  /** The rows of the decisions' intervals (active.ts): the copy of the current state, or the statement. */
+  private async intervals(): Promise<string> {
+    if (!this.store.exclusive) return `(${decisionIntervals()})`;
+    if (!this.copy) {
+      const made = this.makeCopy();
+      made.catch(() => {
+        if (this.copy === made) this.copy = undefined;
+      });
+      this.copy = made;
+    }
+    return this.copy;
+  }
+
+  private async makeCopy(): Promise<string> {
+    if (!this.leftoversDropped) {
+      // Copies a process on this data folder left when it stopped.
+      const left = await this.store.query<{ name: string }>(
+        'SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, {prefix:String})',
+        { prefix: COPY_PREFIX },
+      );
+      for (const { name } of left) await this.store.command(`DROP TABLE IF EXISTS ${name}`);
+      this.leftoversDropped = true;
+    }
+    const table = `${COPY_PREFIX}${randomUUID().replaceAll('-', '')}`;
+    await this.store.command(`CREATE TABLE ${table} ENGINE = Memory AS ${decisionIntervals()}`);
+    return table;
+  }
+
+  /** The findings suppressed at T (bound as PARAM): a condition on (target_id, id). */
+  private async suppressedAt(t: number, decision?: string): Promise<Sql> {
+    const which = decision ? ' AND decision = {supDecision:String}' : '';
+    return {
+      where: [`(target_id, id) IN (SELECT target_id, finding_id FROM ${await this.intervals()} WHERE ${activeAt(PARAM)}${which})`],
+      params: { ...activeAtParams(PARAM, t), ...(decision ? { supDecision: decision } : {}) },
+    };
   }
 
   /**
@@ -55,20 +113,17 @@ export class Suppression {
   async suppressedRows(f: Scope & SuppressionFilter, t: number): Promise<SuppressedRows | undefined> {
     if (f.includeSuppressed || !(await this.mayExist())) return undefined;
     const rows = findingsIn(f);
-    return { from: rows.from, scope: merge(rows.scope, { where: [suppressedAt(PARAM)], params: activeAtParams(PARAM, t) }) };
+    return { from: rows.from, scope: merge(rows.scope, await this.suppressedAt(t)) };
   }
 
   /** `decision=` of findings lists (SPEC §12.3): findings by the decision active at `t`. */
   async selection(filter: DecisionFilter | undefined, t: number): Promise<Sql> {
     if (filter === undefined) return NONE;
     if (!(await this.mayExist())) return filter === 'none' ? NONE : { where: ['0'], params: {} };
-    const params = activeAtParams(PARAM, t);
-    if (filter === 'none') return { where: [notSuppressedAt(PARAM)], params };
-    if (filter === 'any') return { where: [suppressedAt(PARAM)], params };
-    return {
-      where: [`(target_id, id) IN (SELECT target_id, finding_id FROM (${activeDecisionsAt(PARAM)}) WHERE decision = {supDecision:String})`],
-      params: { ...params, supDecision: filter },
-    };
+    if (filter === 'any') return this.suppressedAt(t);
+    if (filter !== 'none') return this.suppressedAt(t, filter);
+    const suppressed = await this.suppressedAt(t);
+    return { where: [`NOT ${suppressed.where[0]}`], params: suppressed.params };
   }
 
   /** The decision active at `t` of each of these findings (a finding object's `decision`). */
