@@ -1,4 +1,4 @@
-import { referenceInstant, signed, signedRows, type Suppression } from '../decisions/suppression.js';
+import { referenceInstant, signed, type SuppressedRows, signedRows, type Suppression } from '../decisions/suppression.js';
 import { NEVER } from '../domain/time.js';
 import { SEVERITIES, type BySeverity, type Severity } from '../domain/severity.js';
 import { findingsIn, labelsAndScores, merge, type Sql, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
@@ -52,13 +52,43 @@ export async function slaStats(store: Store, suppression: Suppression, f: StatFi
       ...(ranged ? { slaFixedFrom: sqlTime(f.minDate ?? 0), slaFixedTo: sqlTime(f.maxDateEnd ?? NEVER) } : {}),
     },
   };
-  // One row per period. Periods never overlap, so a finding has at most one OPEN at T: the open
-  // periods count findings.
-  const suppressed = await suppression.suppressedRows(f, referenceInstant(f, now));
+  // SPEC §12.3: open and breached leave out the findings suppressed at T, fixed and fixed_within
+  // those suppressed at the range's end E: one statement where both are the same instant.
+  const T = f.atDate ?? now;
+  const E = referenceInstant(f, now);
+  const atT = await slaPeriods(store, f, bound, fixedWhen, await suppression.suppressedRows(f, T));
+  if (E === T) return summarise(atT, policy);
+  const atE = await slaPeriods(store, f, bound, fixedWhen, await suppression.suppressedRows(f, E));
+  const fixedOf = (severity: Severity) => atE.find((r) => r.severity === severity);
+  const rows = SEVERITIES.map((severity) => {
+    const r = atT.find((x) => x.severity === severity);
+    return {
+      severity,
+      open: r?.open ?? 0,
+      breached: r?.breached ?? 0,
+      fixed: fixedOf(severity)?.fixed ?? 0,
+      fixed_within: fixedOf(severity)?.fixed_within ?? 0,
+    };
+  });
+  return summarise(rows, policy);
+}
+
+/**
+ * The counts of SPEC §12.2 over the scope's periods, less the suppressed findings': one row per
+ * period. Periods never overlap, so a finding has at most one OPEN at T: the open periods count
+ * findings.
+ */
+async function slaPeriods(
+  store: Store,
+  f: StatFilters,
+  bound: Sql,
+  fixedWhen: string,
+  suppressed: SuppressedRows | undefined,
+): Promise<Row[]> {
   const rows = signedRows(findingsIn(f), ['severity', 'found_at', 'fixed_at', 'score', 'issue_id'], suppressed);
   const sql = merge(rows.scope, labelsAndScores(f), bound);
   const open = period.openAt('slaAt');
-  const found = await store.query<Row>(
+  return store.query<Row>(
     `SELECT severity,
             ${signed.countIf(rows, open)} AS open,
             ${signed.countIf(rows, `${open} AND ${period.pastDeadlineAt('slaAt')}`)} AS breached,
@@ -69,7 +99,6 @@ export async function slaStats(store: Store, suppression: Suppression, f: StatFi
      GROUP BY severity`,
     sql.params,
   );
-  return summarise(found, policy);
 }
 
 /**
