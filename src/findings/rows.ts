@@ -5,7 +5,11 @@ import type { Decision } from '../decisions/store.js';
 
 /** What the findings statements (page.ts) read, and the shape the render step takes. */
 
-/** A finding's stored state, with its periods as epoch seconds. */
+/**
+ * A finding as shown at a reference instant (page.ts ROW_COLUMNS): its status then (with atDate) or
+ * now, its exposures in whole hours (the current one only when OPEN) and its SLA deadline, epoch
+ * seconds (null: not OPEN, or no SLA).
+ */
 export interface StoredFinding {
   id: string;
   target_id: string;
@@ -13,8 +17,9 @@ export interface StoredFinding {
   affected_resource: string;
   status: 'OPEN' | 'FIXED';
   score: number;
-  found: number[];
-  fixed: number[];
+  total_exposure: number;
+  current_exposure: number | null;
+  sla_due: number | null;
 }
 
 /** The current attributes of a finding: its latest FOUND event's payload and source (SPEC §3.5.6). */
@@ -71,8 +76,9 @@ export function withContext(r: ContextRow): FindingWithContext {
     affected_resource: r.affected_resource,
     status: r.status,
     score: r.score,
-    found: r.found,
-    fixed: r.fixed,
+    total_exposure: Number(r.total_exposure),
+    current_exposure: r.current_exposure === null ? null : Number(r.current_exposure),
+    sla_due: r.sla_due === null ? null : Number(r.sla_due),
     latest:
       r.latest_source_id !== NIL_UUID
         ? {
