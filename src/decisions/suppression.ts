@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DecisionFilter, SuppressionFilter } from '../filters/params.js';
-import { findingsIn, merge, type Scope, type Sql, whereClause } from '../filters/sql.js';
+import type { Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import { activeAt, activeAtParams, decisionIntervals } from './active.js';
 import { type Decision, decisionsAt } from './store.js';
@@ -8,8 +8,8 @@ import { type Decision, decisionsAt } from './store.js';
 /**
  * Suppression in statistics and lists (SPEC §7, §12.3), owned by one object created with the
  * service and passed to every reader. The rule is `active.ts` (each decision's interval of
- * activity, stated once in SQL); a statistic subtracts the rows of the findings in scope whose
- * decision is active at its reference instant (`signedRows`).
+ * activity, stated once in SQL); a statistic is the same statement with the condition "not
+ * suppressed at its reference instant" (`notSuppressedAt`), lists select by `selection`.
  *
  * What the process keeps, only for a store it alone writes (`Store.exclusive`; a store shared with
  * other processes changes behind its back, and there every statement evaluates the rule itself):
@@ -26,12 +26,6 @@ const NONE: Sql = { where: [], params: {} };
 const PARAM = 'supAt';
 const COPY_PREFIX = 'decision_intervals_';
 const DROP_AFTER_MS = 60_000;
-
-/** The rows of the findings in scope suppressed at T: a FROM body and its conditions. */
-export interface SuppressedRows {
-  from: string;
-  scope: Sql;
-}
 
 export class Suppression {
   private present: Promise<boolean> | undefined;
@@ -110,13 +104,16 @@ export class Suppression {
   }
 
   /**
-   * The rows of the findings in scope `f` suppressed at `t`, which a statistic counts a second time
-   * with the weight −1 (`signedRows`); undefined when nothing can be suppressed or includeSuppressed.
+   * The condition leaving out of a statistic the findings suppressed at `t` (SPEC §12.3), on the
+   * rows of `findings` or a team's copy; undefined when nothing can be suppressed or includeSuppressed.
    */
-  async suppressedRows(f: Scope & SuppressionFilter, t: number): Promise<SuppressedRows | undefined> {
+  async notSuppressedAt(f: SuppressionFilter, t: number): Promise<Sql | undefined> {
     if (f.includeSuppressed || !(await this.mayExist())) return undefined;
-    const rows = findingsIn(f);
-    return { from: rows.from, scope: merge(rows.scope, await this.suppressedAt(t)) };
+    return this.not(await this.suppressedAt(t));
+  }
+
+  private not(suppressed: Sql): Sql {
+    return { where: [`NOT ${suppressed.where[0]}`], params: suppressed.params };
   }
 
   /** `decision=` of findings lists (SPEC §12.3): findings by the decision active at `t`. */
@@ -125,8 +122,7 @@ export class Suppression {
     if (!(await this.mayExist())) return filter === 'none' ? NONE : { where: ['0'], params: {} };
     if (filter === 'any') return this.suppressedAt(t);
     if (filter !== 'none') return this.suppressedAt(t, filter);
-    const suppressed = await this.suppressedAt(t);
-    return { where: [`NOT ${suppressed.where[0]}`], params: suppressed.params };
+    return this.not(await this.suppressedAt(t));
   }
 
   /** The decision active at `t` of each of these findings (a finding object's `decision`). */
@@ -147,47 +143,4 @@ export function referenceInstant(
   if (f.atDate !== undefined) return f.atDate;
   if (f.maxDateEnd !== undefined) return Math.min(f.maxDateEnd, now);
   return now;
-}
-
-/** The rows a statistic aggregates, as a FROM body and the conditions of its scope. */
-export interface SignedRows {
-  from: string;
-  scope: Sql;
-  /**
-   * Each row's weight: `1`, or with suppressed findings the column `sign`, −1 on their rows (which
-   * the selection's rows also hold), so that `sum(${sign})`, `sum(if(c, ${sign}, 0))` and
-   * `sum(${sign} * v)` leave them out.
-   */
-  sign: string;
-}
-
-/** Aggregates over signed rows: the plain ones where no row is subtracted. */
-export const signed = {
-  count: (rows: SignedRows) => (rows.sign === '1' ? 'count()' : `sum(${rows.sign})`),
-  countIf: (rows: SignedRows, condition: string) =>
-    rows.sign === '1' ? `countIf(${condition})` : `sum(if(${condition}, ${rows.sign}, 0))`,
-  sum: (rows: SignedRows, value: string) => (rows.sign === '1' ? `sum(${value})` : `sum(${rows.sign} * toInt64(${value}))`),
-};
-
-/**
- * The rows of a selection (`rows`, of which a statistic reads `columns`), plus the suppressed ones
- * with the weight −1: one UNION ALL of plain columns, whose conditions and aggregates the statistic
- * writes once over both. Every statistic is additive in its rows (counts, sums, counts per value),
- * so this is the statistic over the findings not suppressed — also where it reads materialized
- * counters that know nothing of decisions.
- */
-export function signedRows(
-  rows: { from: string; scope: Sql },
-  columns: readonly string[],
-  suppressed: SuppressedRows | undefined,
-): SignedRows {
-  if (!suppressed) return { ...rows, sign: '1' };
-  const list = columns.join(', ');
-  return {
-    from: `(SELECT ${list}, toInt64(1) AS sign FROM ${rows.from} ${whereClause(rows.scope)}
-            UNION ALL
-            SELECT ${list}, toInt64(-1) AS sign FROM ${suppressed.from} ${whereClause(suppressed.scope)})`,
-    scope: { where: [], params: { ...rows.scope.params, ...suppressed.scope.params } },
-    sign: 'sign',
-  };
 }

@@ -1,4 +1,4 @@
-import { signed, signedRows, type Suppression } from '../decisions/suppression.js';
+import type { Suppression } from '../decisions/suppression.js';
 import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, type Sql, whereClause } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
@@ -7,8 +7,8 @@ import type { PercentilesBody } from './schema.js';
 
 /**
  * Exposure percentiles (SPEC §7.5, §7.6, §7.8). Exposures are whole hours, so the findings in scope
- * have a few thousand distinct values at most: the engine counts the findings per value (less the
- * findings suppressed at T, subtracted in the same statement, §12.3) and the percentiles are
+ * have a few thousand distinct values at most: the engine counts the findings per value (leaving
+ * out those suppressed at T, §12.3) and the percentiles are
  * interpolated from those counts, with h = p × (n − 1) as §7.8 defines (quantilesExactInclusive's
  * rule). Counting per value costs the engine less than collecting every value to rank it.
  */
@@ -54,19 +54,16 @@ async function percentilesOf(
   conditions: Sql,
   t: number,
 ): Promise<PercentilesBody> {
-  const rows = signedRows(findingsIn(f), VALUE_COLUMNS, await suppression.suppressedRows(f, t));
-  const sql = merge(rows.scope, labelsAndScores(f), conditions);
+  const { from, scope } = findingsIn(f);
+  const kept = await suppression.notSuppressedAt(f, t);
+  const sql = merge(scope, labelsAndScores(f), conditions, ...(kept ? [kept] : []));
   const [row] = await store.query<{ h: [number, number][] }>(
     `SELECT arraySort(groupArray((v, c))) AS h
-     FROM (SELECT ${valueSql} AS v, ${signed.count(rows)} AS c FROM ${rows.from} ${whereClause(sql)} GROUP BY v)
-     WHERE c > 0`,
+     FROM (SELECT ${valueSql} AS v, count() AS c FROM ${from} ${whereClause(sql)} GROUP BY v)`,
     sql.params,
   );
   return percentilesOfCounts(row?.h ?? []);
 }
-
-/** The columns the exposures at an instant and their conditions read (src/filters/sql.ts `state`). */
-const VALUE_COLUMNS = ['status', 'found_at', 'fixed_at', 'last_found_at', 'closed_exposure', 'score', 'issue_id'];
 
 /** §7.5: total_exposure(T) of every finding in scope that exists at T (T = now or atDate). */
 export function totalExposureStats(store: Store, suppression: Suppression, f: StatFilters, now: number): Promise<PercentilesBody> {

@@ -1,6 +1,6 @@
-import { referenceInstant, signed, type SuppressedRows, signedRows, type Suppression } from '../decisions/suppression.js';
+import { referenceInstant, type Suppression } from '../decisions/suppression.js';
 import type { Paging } from '../filters/params.js';
-import { findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
+import { findingsIn, labelsAndScores, merge, type Sql, sqlTime, whereClause } from '../filters/sql.js';
 import { NEVER, nowSeconds } from '../domain/time.js';
 import { issuesByIds } from '../issues/queries.js';
 import type { Store } from '../storage/gateway.js';
@@ -22,11 +22,9 @@ export async function issueStats(
   page: Paging,
   now = nowSeconds(),
 ): Promise<PageOf<IssueStatBody>> {
-  const filtered = [f.minScore, f.maxScore, f.minDate, f.maxDateEnd, f.team, f.teams].some((v) => v !== undefined);
-  // The rows counted are the scope's (team, teams): the suppressed ones subtracted are too.
-  const scope = { team: f.team, teams: f.teams, includeSuppressed: f.includeSuppressed };
-  const suppressed = await suppression.suppressedRows(scope, referenceInstant(f, now));
-  return filtered ? filteredIssueStats(store, f, page, suppressed) : currentIssueStats(store, page, suppressed);
+  const kept = await suppression.notSuppressedAt(f, referenceInstant(f, now));
+  const filtered = [f.minScore, f.maxScore, f.minDate, f.maxDateEnd, f.team, f.teams, kept].some((v) => v !== undefined);
+  return filtered ? filteredIssueStats(store, f, page, kept) : currentIssueStats(store, page);
 }
 
 interface IssueCounts {
@@ -36,36 +34,29 @@ interface IssueCounts {
 }
 
 /**
- * Without filters every finding not suppressed counts: the page and its total come from the
- * per-issue counters (migration 0011, one row per issue) in one statement, less the suppressed
- * findings (the counters know nothing of decisions), then the page's issues are looked up by id.
+ * Without filters, while no finding can be suppressed, every finding counts: the page and its total
+ * come from the per-issue counters (migration 0011, one row per issue) in one statement, then the
+ * page's issues are looked up by id.
  */
-function perIssue(suppressed: SuppressedRows | undefined): { counts: string; params: Record<string, unknown> } {
-  const minus = suppressed
-    ? `UNION ALL
-       SELECT issue_id, -toInt64(status = 'OPEN') AS open, -toInt64(status = 'FIXED') AS fixed
-       FROM ${suppressed.from} ${whereClause(suppressed.scope)}`
-    : '';
-  return {
-    counts: `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n
-             FROM (SELECT issue_id, open, fixed FROM issue_finding_counts ${minus})
-             GROUP BY issue_id HAVING open_n + fixed_n > 0)`,
-    params: { ...suppressed?.scope.params },
-  };
-}
-
-async function currentIssueStats(store: Store, page: Paging, suppressed: SuppressedRows | undefined): Promise<PageOf<IssueStatBody>> {
-  const { counts, params } = perIssue(suppressed);
+async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<IssueStatBody>> {
+  const counts = `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n
+                  FROM issue_finding_counts GROUP BY issue_id HAVING open_n + fixed_n > 0)`;
   const counted = pageCanHoldRows(page)
     ? await store.query<IssueCounts & { page_total: number }>(
         `SELECT issue_id AS id, open_n AS open, fixed_n AS fixed, count() OVER () AS page_total
          FROM ${counts}
          ORDER BY ${byId('issue_id')}
          ${PAGE_LIMIT}`,
-        { ...pageParams(page), ...params },
+        pageParams(page),
       )
     : [];
-  const total = await toldTotal(store, { sql: `SELECT count() AS n FROM ${counts}`, params }, page, counted.length, counted[0]?.page_total);
+  const total = await toldTotal(
+    store,
+    { sql: `SELECT count() AS n FROM ${counts}`, params: {} },
+    page,
+    counted.length,
+    counted[0]?.page_total,
+  );
   const issues = await issuesByIds(
     store,
     counted.map((c) => c.id),
@@ -78,13 +69,8 @@ async function currentIssueStats(store: Store, page: Paging, suppressed: Suppres
   return { rows, pagination: pagination(page, total) };
 }
 
-/** With scores, dates or teams, the counted findings' latest versions are grouped by issue, less the suppressed ones. */
-function filteredIssueStats(
-  store: Store,
-  f: StatFilters,
-  page: Paging,
-  suppressed: SuppressedRows | undefined,
-): Promise<PageOf<IssueStatBody>> {
+/** With scores, dates, teams or suppressed findings, the counted findings' latest versions are grouped by issue. */
+function filteredIssueStats(store: Store, f: StatFilters, page: Paging, kept: Sql | undefined): Promise<PageOf<IssueStatBody>> {
   let conditions = labelsAndScores({ minScore: f.minScore, maxScore: f.maxScore });
   if (f.minDate !== undefined || f.maxDateEnd !== undefined) {
     conditions = merge(conditions, {
@@ -94,11 +80,10 @@ function filteredIssueStats(
       params: { eventFrom: sqlTime(f.minDate ?? 0), eventTo: sqlTime(f.maxDateEnd ?? NEVER) },
     });
   }
-  const rows = signedRows(findingsIn({ team: f.team, teams: f.teams }), ['id', 'issue_id', 'status', 'score'], suppressed);
-  const sql = merge(rows.scope, conditions);
-  const perIssue = `SELECT issue_id, ${signed.countIf(rows, "status = 'OPEN'")} AS open, ${signed.countIf(rows, "status = 'FIXED'")} AS fixed
-                    FROM ${rows.from} ${whereClause(sql)} GROUP BY issue_id
-                    ${rows.sign === '1' ? '' : 'HAVING open + fixed > 0'}`;
+  const { from, scope } = findingsIn({ team: f.team, teams: f.teams });
+  const sql = merge(scope, conditions, ...(kept ? [kept] : []));
+  const perIssue = `SELECT issue_id, countIf(status = 'OPEN') AS open, countIf(status = 'FIXED') AS fixed
+                    FROM ${from} ${whereClause(sql)} GROUP BY issue_id`;
   const counted = `issues_current AS i INNER JOIN (${perIssue}) AS c ON c.issue_id = i.id`;
   return readPage<IssueStatBody>(
     store,

@@ -1,5 +1,5 @@
 import { SEVERITIES, type Severity } from '../domain/severity.js';
-import { referenceInstant, signed, signedRows, type Suppression } from '../decisions/suppression.js';
+import { referenceInstant, type Suppression } from '../decisions/suppression.js';
 import { findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
 import { NEVER, nowSeconds } from '../domain/time.js';
 import type { Store } from '../storage/gateway.js';
@@ -11,21 +11,21 @@ import type { MttrStatsBody } from './schema.js';
  * SPEC §7.4: mean TTR (whole hours per closed period) of the findings in scope, by severity and in
  * total; with dates only periods fixed in [L, U). Without dates the per-finding sums stored with
  * each finding are enough; with dates each finding's periods fixed in the range are summed.
- * Suppressed findings' sums are subtracted in the same statement (§12.3, `signedRows`).
+ * Findings suppressed at the reference instant are left out (§12.3).
  */
 export async function mttrStats(store: Store, suppression: Suppression, f: StatFilters, now = nowSeconds()): Promise<MttrStatsBody> {
   const ranged = f.minDate !== undefined || f.maxDateEnd !== undefined;
-  const columns = ['severity', 'score', 'issue_id', ...(ranged ? ['found_at', 'fixed_at'] : ['ttr_sum', 'ttr_count'])];
-  const signedIn = signedRows(findingsIn(f), columns, await suppression.suppressedRows(f, referenceInstant(f, now)));
+  const { from, scope } = findingsIn(f);
+  const kept = await suppression.notSuppressedAt(f, referenceInstant(f, now));
   const fixedInRange = `x >= {fixedFrom:DateTime('UTC')} AND x < {fixedTo:DateTime('UTC')}`;
   const sums = ranged
-    ? `${signed.sum(signedIn, `arraySum((f, x) -> if(${fixedInRange}, intDiv(toInt64(x) - toInt64(f), 3600), 0), found_at, fixed_at)`)} AS hours,
-       ${signed.sum(signedIn, `arrayCount(x -> ${fixedInRange}, fixed_at)`)} AS periods`
-    : `${signed.sum(signedIn, 'ttr_sum')} AS hours, ${signed.sum(signedIn, 'ttr_count')} AS periods`;
+    ? `sum(arraySum((f, x) -> if(${fixedInRange}, intDiv(toInt64(x) - toInt64(f), 3600), 0), found_at, fixed_at)) AS hours,
+       sum(arrayCount(x -> ${fixedInRange}, fixed_at)) AS periods`
+    : 'sum(ttr_sum) AS hours, sum(ttr_count) AS periods';
   const range = ranged ? { fixedFrom: sqlTime(f.minDate ?? 0), fixedTo: sqlTime(f.maxDateEnd ?? NEVER) } : {};
-  const sql = merge(signedIn.scope, labelsAndScores(f), { where: [], params: range });
+  const sql = merge(scope, labelsAndScores(f), { where: [], params: range }, ...(kept ? [kept] : []));
   const rows = await store.query<{ severity: Severity; hours: number; periods: number }>(
-    `SELECT severity, ${sums} FROM ${signedIn.from} ${whereClause(sql)} GROUP BY severity`,
+    `SELECT severity, ${sums} FROM ${from} ${whereClause(sql)} GROUP BY severity`,
     sql.params,
   );
   const out = { total: 0 } as MttrStatsBody;

@@ -1,4 +1,4 @@
-import { referenceInstant, signed, type SuppressedRows, signedRows, type Suppression } from '../decisions/suppression.js';
+import { referenceInstant, type Suppression } from '../decisions/suppression.js';
 import { NEVER } from '../domain/time.js';
 import { SEVERITIES, type BySeverity, type Severity } from '../domain/severity.js';
 import { findingsIn, labelsAndScores, merge, type Sql, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
@@ -11,8 +11,8 @@ import type { StatFilters } from './filters.js';
  * SPEC §12.2: findings in scope OPEN and breached at T (now or atDate), and the closed periods
  * fixed — in [L, U) with a range, else before T — and of those the ones fixed within their SLA,
  * by severity of the current score. One pass of the engine over the scope's period arrays. Findings
- * suppressed by a triage decision at the reference instant (T, or a range's end) are subtracted in
- * the same statement unless includeSuppressed (§12.3, `signedRows`).
+ * suppressed by a triage decision are left out unless includeSuppressed (§12.3): from open and
+ * breached those suppressed at T, from fixed and fixed_within those suppressed at the range's end.
  */
 
 type Totalled<T> = BySeverity<T> & { total: T };
@@ -56,9 +56,9 @@ export async function slaStats(store: Store, suppression: Suppression, f: StatFi
   // those suppressed at the range's end E: one statement where both are the same instant.
   const T = f.atDate ?? now;
   const E = referenceInstant(f, now);
-  const atT = await slaPeriods(store, f, bound, fixedWhen, await suppression.suppressedRows(f, T));
+  const atT = await slaPeriods(store, f, bound, fixedWhen, await suppression.notSuppressedAt(f, T));
   if (E === T) return summarise(atT, policy);
-  const atE = await slaPeriods(store, f, bound, fixedWhen, await suppression.suppressedRows(f, E));
+  const atE = await slaPeriods(store, f, bound, fixedWhen, await suppression.notSuppressedAt(f, E));
   const fixedOf = (severity: Severity) => atE.find((r) => r.severity === severity);
   const rows = SEVERITIES.map((severity) => {
     const r = atT.find((x) => x.severity === severity);
@@ -74,27 +74,20 @@ export async function slaStats(store: Store, suppression: Suppression, f: StatFi
 }
 
 /**
- * The counts of SPEC §12.2 over the scope's periods, less the suppressed findings': one row per
- * period. Periods never overlap, so a finding has at most one OPEN at T: the open periods count
- * findings.
+ * The counts of SPEC §12.2 over the scope's periods, of the findings `kept`: one row per period.
+ * Periods never overlap, so a finding has at most one OPEN at T: the open periods count findings.
  */
-async function slaPeriods(
-  store: Store,
-  f: StatFilters,
-  bound: Sql,
-  fixedWhen: string,
-  suppressed: SuppressedRows | undefined,
-): Promise<Row[]> {
-  const rows = signedRows(findingsIn(f), ['severity', 'found_at', 'fixed_at', 'score', 'issue_id'], suppressed);
-  const sql = merge(rows.scope, labelsAndScores(f), bound);
+async function slaPeriods(store: Store, f: StatFilters, bound: Sql, fixedWhen: string, kept: Sql | undefined): Promise<Row[]> {
+  const { from, scope } = findingsIn(f);
+  const sql = merge(scope, labelsAndScores(f), bound, ...(kept ? [kept] : []));
   const open = period.openAt('slaAt');
   return store.query<Row>(
     `SELECT severity,
-            ${signed.countIf(rows, open)} AS open,
-            ${signed.countIf(rows, `${open} AND ${period.pastDeadlineAt('slaAt')}`)} AS breached,
-            ${signed.countIf(rows, fixedWhen)} AS fixed,
-            ${signed.countIf(rows, `${fixedWhen} AND ${period.fixedWithin}`)} AS fixed_within
-     FROM (SELECT severity, found_at, fixed_at${rows.sign === '1' ? '' : ', sign'} FROM ${rows.from} ${whereClause(sql)})
+            countIf(${open}) AS open,
+            countIf(${open} AND ${period.pastDeadlineAt('slaAt')}) AS breached,
+            countIf(${fixedWhen}) AS fixed,
+            countIf(${fixedWhen} AND ${period.fixedWithin}) AS fixed_within
+     FROM (SELECT severity, found_at, fixed_at FROM ${from} ${whereClause(sql)})
      ARRAY JOIN found_at AS f, fixed_at AS x
      GROUP BY severity`,
     sql.params,
@@ -107,31 +100,23 @@ async function slaPeriods(
  * gathers the OPEN findings' last starts and the closed durations, then counts those at most the
  * severity's bound (src/sla/sql.ts `slaBoundsAt`), once per severity rather than per row. Exact
  * while every instant of the findings in scope is before now; undefined when one is not (a report
- * from the future of now), for which only the periods tell. Suppressed findings (signed rows) are
- * gathered apart and their counts subtracted.
+ * from the future of now), for which only the periods tell.
  */
 async function slaNow(store: Store, suppression: Suppression, f: StatFilters, now: number, policy: SlaPolicy): Promise<Row[] | undefined> {
-  const rows = signedRows(
-    findingsIn(f),
-    ['severity', 'status', 'last_found_at', 'latest_at', 'fix_seconds', 'score', 'issue_id'],
-    await suppression.suppressedRows(f, now),
-  );
-  const sql = merge(rows.scope, labelsAndScores(f), { where: [], params: { ...slaBoundsAt(policy, now), slaAt: sqlAt(now) } });
-  const plain = rows.sign === '1';
-  /** The OPEN findings' last starts and the closed durations of the rows meeting `condition`, named with `suffix`. */
-  const gathered = (suffix: string, condition?: string) =>
-    `groupArrayIf(last_found_at, status = 'OPEN'${condition ? ` AND ${condition}` : ''}) AS opened${suffix},
-     ${condition ? `groupArrayArrayIf(fix_seconds, ${condition})` : 'groupArrayArray(fix_seconds)'} AS durations${suffix}`;
-  const counted = (count: (suffix: string) => string) => (plain ? count('') : `${count('_in')} - ${count('_out')}`);
+  const { from, scope } = findingsIn(f);
+  const kept = await suppression.notSuppressedAt(f, now);
+  const bounds = { where: [], params: { ...slaBoundsAt(policy, now), slaAt: sqlAt(now) } };
+  const sql = merge(scope, labelsAndScores(f), bounds, ...(kept ? [kept] : []));
   const found = await store.query<Row & { ahead: number }>(
     `SELECT severity,
-            ${counted((x) => `length(opened${x})`)} AS open,
-            ${counted((x) => `arrayCount(t -> toInt64(t) <= ${boundOf('slaBreachedUpTo')}, opened${x})`)} AS breached,
-            ${counted((x) => `length(durations${x})`)} AS fixed,
-            ${counted((x) => `arrayCount(d -> d <= ${boundOf('slaWithinUpTo')}, durations${x})`)} AS fixed_within,
+            length(opened) AS open,
+            arrayCount(t -> toInt64(t) <= ${boundOf('slaBreachedUpTo')}, opened) AS breached,
+            length(durations) AS fixed,
+            arrayCount(d -> d <= ${boundOf('slaWithinUpTo')}, durations) AS fixed_within,
             latest >= {slaAt:DateTime('UTC')} AS ahead
-     FROM (SELECT severity, ${plain ? gathered('') : `${gathered('_in', 'sign > 0')}, ${gathered('_out', 'sign < 0')}`}, max(latest_at) AS latest
-           FROM ${rows.from} ${whereClause(sql)}
+     FROM (SELECT severity, groupArrayIf(last_found_at, status = 'OPEN') AS opened, groupArrayArray(fix_seconds) AS durations,
+                  max(latest_at) AS latest
+           FROM ${from} ${whereClause(sql)}
            GROUP BY severity)`,
     sql.params,
   );
