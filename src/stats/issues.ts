@@ -4,7 +4,7 @@ import { findingsIn, labelsAndScores, merge, type Sql, sqlTime, whereClause } fr
 import { NEVER, nowSeconds } from '../domain/time.js';
 import { issuesByIds } from '../issues/queries.js';
 import type { Store } from '../storage/gateway.js';
-import { byId, PAGE_LIMIT, type PageOf, pageCanHoldRows, pageParams, pagination, readPage, toldTotal } from '../storage/paged.js';
+import { byId, PAGE_LIMIT, type PageOf, pageCanHoldRows, pageParams, pagination, toldTotal } from '../storage/paged.js';
 import type { StatFilters } from './filters.js';
 import type { IssueStatBody } from './schema.js';
 
@@ -70,7 +70,7 @@ async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<Iss
 }
 
 /** With scores, dates, teams or suppressed findings, the counted findings' latest versions are grouped by issue. */
-function filteredIssueStats(store: Store, f: StatFilters, page: Paging, kept: Sql | undefined): Promise<PageOf<IssueStatBody>> {
+async function filteredIssueStats(store: Store, f: StatFilters, page: Paging, kept: Sql | undefined): Promise<PageOf<IssueStatBody>> {
   let conditions = labelsAndScores({ minScore: f.minScore, maxScore: f.maxScore });
   if (f.minDate !== undefined || f.maxDateEnd !== undefined) {
     conditions = merge(conditions, {
@@ -85,16 +85,18 @@ function filteredIssueStats(store: Store, f: StatFilters, page: Paging, kept: Sq
   const perIssue = `SELECT issue_id, countIf(status = 'OPEN') AS open, countIf(status = 'FIXED') AS fixed
                     FROM ${from} ${whereClause(sql)} GROUP BY issue_id`;
   const counted = `issues_current AS i INNER JOIN (${perIssue}) AS c ON c.issue_id = i.id`;
-  return readPage<IssueStatBody>(
-    store,
-    {
-      page: `SELECT i.id AS id, summary, cwe_id, description, recommendations, reference_links, labels, open, fixed
-             FROM ${counted}
-             ORDER BY ${byId('i.id')}
-             ${PAGE_LIMIT}`,
-      count: `SELECT count() AS n FROM ${counted}`,
-    },
-    sql.params,
-    page,
-  );
+  // The page tells the total (a window over every counted issue): one statement where the page has rows.
+  const rows = pageCanHoldRows(page)
+    ? await store.query<IssueStatBody & { page_total: number }>(
+        `SELECT i.id AS id, summary, cwe_id, description, recommendations, reference_links, labels, open, fixed,
+                count() OVER () AS page_total
+         FROM ${counted}
+         ORDER BY ${byId('i.id')}
+         ${PAGE_LIMIT}`,
+        { ...sql.params, ...pageParams(page) },
+      )
+    : [];
+  const count = { sql: `SELECT count() AS n FROM ${counted}`, params: sql.params };
+  const total = await toldTotal(store, count, page, rows.length, rows[0]?.page_total);
+  return { rows: rows.map(({ page_total: _total, ...row }) => row), pagination: pagination(page, total) };
 }
