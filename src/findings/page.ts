@@ -270,9 +270,8 @@ export interface FindingKey {
 }
 
 /**
- * Findings with their context, each found by its primary key (target_id, id); in id order, as
- * shown at `at` with the decision active then (SPEC §12.3): through the service's suppression where
- * there is one (nothing read while no decision exists), else read.
+ * Findings with their context, each found by its primary key (target_id, id); in id order, as shown
+ * at `at` with the decision active then (SPEC §12.3), through the service's suppression if given.
  */
 export async function findingsByKeys(
   store: Store,
