@@ -69,18 +69,18 @@ export async function answerFindingList(
   await answerCached(ctx, api.cache, request, async () => {
     const now = api.now();
     if (!base) return { pagination: emptyPage(page), findings: [] };
-    const result = await findingPage(api.store, api.suppression, base, filters, page, now, api.slaPolicy);
-    return { pagination: result.pagination, findings: renderFindings(result.rows) };
+    const result = await findingPage(api.store, api.suppression, base, filters, page, now);
+    const at = filters.atDate !== undefined ? { t: filters.atDate, atDate: true } : { t: now, atDate: false };
+    return { pagination: result.pagination, findings: renderFindings(result.rows, { ...at, slaPolicy: api.slaPolicy }) };
   });
 }
 
 /** One finding at now, or 404 (SPEC §6.2), also when its target is outside the caller's scope. */
 export async function oneFinding(api: ApiContext, scope: CallerScope, id: string | undefined) {
   if (!id || !isUuid(id)) throw dbErrors.notFound();
-  const at = { t: api.now(), atDate: false, slaPolicy: api.slaPolicy, suppression: api.suppression };
-  const [row] = await findingsByKeys(api.store, await findingKeys(api.store, [id]), at);
+  const [row] = await findingsByKeys(api.store, await findingKeys(api.store, [id]), { t: api.now(), suppression: api.suppression });
   if (!row || !canSee(scope, row.teams)) throw dbErrors.notFound();
-  const [finding] = renderFindings([row]);
+  const [finding] = renderFindings([row], { t: api.now(), atDate: false, slaPolicy: api.slaPolicy });
   return { finding };
 }
 

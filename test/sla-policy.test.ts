@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { parseSlaDays, slaDueAt } from '../src/sla/policy.js';
 
-/** SPEC §10/§12.1: SLA_DAYS, validated at start (`sla_due` is checked through the API: sla-api.test.ts). */
+/** SPEC §10/§12.1: SLA_DAYS, validated at start, and the deadline of the period OPEN at an instant. */
+
+const DAY = 86_400;
+const NEVER = 4294967295;
 
 describe('SLA_DAYS', () => {
   it('given no SLA_DAYS (or an empty one), when loaded, then the default policy applies and informational has no SLA', () => {
@@ -32,5 +36,22 @@ describe('SLA_DAYS', () => {
   ])('given SLA_DAYS=%s, when loaded, then start-up fails naming the variable and the entry', (value, message) => {
     expect(() => loadConfig({ SLA_DAYS: value })).toThrow(ConfigError);
     expect(() => loadConfig({ SLA_DAYS: value })).toThrow(message);
+  });
+});
+
+describe('sla_due', () => {
+  const periods = { found: [1000, 10 * DAY], fixed: [5000, NEVER] };
+  const policy = parseSlaDays('high=30');
+
+  it('is the deadline of the period OPEN at the instant: its start plus the days of the severity', () => {
+    expect(slaDueAt(periods, 'high', 20 * DAY, policy)).toBe(40 * DAY);
+    expect(slaDueAt(periods, 'high', 2000, policy)).toBe(1000 + 30 * DAY);
+  });
+
+  it('is null when no period is OPEN then (before, between, at a fix) or the severity has no SLA', () => {
+    expect(slaDueAt(periods, 'high', 999, policy)).toBeNull();
+    expect(slaDueAt(periods, 'high', 5000, policy)).toBeNull();
+    expect(slaDueAt(periods, 'high', 9 * DAY, policy)).toBeNull();
+    expect(slaDueAt(periods, 'critical', 20 * DAY, policy)).toBeNull();
   });
 });

@@ -1,7 +1,5 @@
 import type { FindingFilters, Paging } from '../filters/params.js';
-import { findingConditions, merge, sqlAt, state, whereClause, type Sql } from '../filters/sql.js';
-import type { SlaPolicy } from '../sla/policy.js';
-import { dueAt, slaParams } from '../sla/sql.js';
+import { findingConditions, merge, whereClause, type Sql } from '../filters/sql.js';
 import { type Decision, decisionsAt } from '../decisions/store.js';
 import type { Suppression } from '../decisions/suppression.js';
 import type { Store } from '../storage/gateway.js';
@@ -71,27 +69,9 @@ const ORDER = {
   '-score': `score DESC, ${byId()}`,
 } as const;
 
-/**
- * A finding's row as a page shows it, at the reference instant `rowAt` (SPEC §4.2, §12.1): with
- * atDate (`rowAtDate`) its state then, else its current status with exposures run to now; and the
- * SLA deadline of the period OPEN then. The conditions are src/filters/sql.ts `state` and
- * src/sla/sql.ts `dueAt`, the statistics' own.
- */
-const ROW_COLUMNS = `id, target_id, issue_id, affected_resource, score,
-            if({rowAtDate:Bool}, if(${state.openAt('rowAt')}, 'OPEN', 'FIXED'), toString(status)) AS shown_status,
-            ${state.totalExposureAt('rowAt')} AS total_exposure,
-            if(shown_status = 'OPEN',
-               if({rowAtDate:Bool}, ${state.currentExposureAt('rowAt')}, ${state.currentExposureNow('rowAt')}), NULL) AS current_exposure,
-            ${dueAt('rowAt')} AS sla_due`;
-
-/** The reference instant of the rows shown (now, or a list's atDate) and the SLA policy of `sla_due`. */
-export interface RowInstant {
-  t: number;
-  atDate: boolean;
-  slaPolicy: SlaPolicy;
-}
-
-const rowParams = (at: RowInstant) => ({ rowAt: sqlAt(at.t), rowAtDate: at.atDate, ...slaParams(at.slaPolicy) });
+/** A finding's row as a page shows it, periods as epoch seconds. */
+const ROW_COLUMNS = `id, target_id, issue_id, affected_resource, status, score,
+            CAST(found_at, 'Array(UInt32)') AS found, CAST(fixed_at, 'Array(UInt32)') AS fixed`;
 
 /**
  * The rows of `f` with what a page shows besides them, looked up by key in the tables of sql/0012
@@ -101,8 +81,7 @@ const rowParams = (at: RowInstant) => ({ rowAt: sqlAt(at.t), rowAtDate: at.atDat
  * source. (`f.*` would name ids `f.id`: the joined tables have ids too.)
  */
 const WITH_CONTEXT_COLUMNS = `f.id AS id, f.target_id AS target_id, f.issue_id AS issue_id, f.affected_resource AS affected_resource,
-       f.shown_status AS status, f.score AS score, f.total_exposure AS total_exposure,
-       f.current_exposure AS current_exposure, f.sla_due AS sla_due,
+       f.status AS status, f.score AS score, f.found AS found, f.fixed AS fixed,
        e.details AS latest_details, e.impact_details AS latest_impact_details,
        e.resources AS latest_resources, e.affected_resource_string AS latest_affected_resource_string,
        e.source_id AS latest_source_id, e.source_name AS latest_source_name, e.component AS latest_component,
@@ -211,12 +190,10 @@ export async function findingPage(
   filters: FindingFilters,
   page: Paging,
   now: number,
-  slaPolicy: SlaPolicy,
 ): Promise<PageOf<FindingWithContext>> {
   const selected = findingConditions(filters, now);
   // SPEC §12.3: `decision=` and each finding's decision, at the list's reference instant.
   const t = filters.atDate ?? now;
-  const at: RowInstant = { t, atDate: filters.atDate !== undefined, slaPolicy };
   const decision = await suppression.selection(filters.decision, t);
   const where = merge(baseConditions(base), selected.scope, decision);
   const order = filters.sortBy ?? 'id';
@@ -229,7 +206,10 @@ export async function findingPage(
     const found = pageCanHoldRows(page)
       ? await store.query<ContextRow & { page_total?: number }>(
           inIdOrderPage(store.keyed, selected.inIdOrder.from, whereClause(ordered), total?.sql),
-          { ...params, ...pageParams(page), ...rowParams(at) },
+          {
+            ...params,
+            ...pageParams(page),
+          },
         )
       : [];
     const told = total ? found[0]?.page_total : undefined;
@@ -259,7 +239,7 @@ export async function findingPage(
   const counted = total
     ? await toldTotal(store, count, page, keys.length, keys[0]?.page_total)
     : await pageTotal(store, count, page, keys.length);
-  const rows = new Map((await findingsByKeys(store, keys, { ...at, suppression })).map((r) => [r.id, r]));
+  const rows = new Map((await findingsByKeys(store, keys, { t, suppression })).map((r) => [r.id, r]));
   return { rows: keys.flatMap((r) => rows.get(r.id) ?? []), pagination: pagination(page, counted) };
 }
 
@@ -270,21 +250,22 @@ export interface FindingKey {
 }
 
 /**
- * Findings with their context, each found by its primary key (target_id, id); in id order, as shown
- * at `at` with the decision active then (SPEC §12.3), through the service's suppression if given.
+ * Findings with their context, each found by its primary key (target_id, id); in id order. With
+ * `at`, each with its decision active at `at.t` (SPEC §12.3): through the service's suppression
+ * where there is one (nothing read while no decision exists), else read.
  */
 export async function findingsByKeys(
   store: Store,
   keys: FindingKey[],
-  at: RowInstant & { suppression?: Suppression },
+  at?: { t: number; suppression?: Suppression },
 ): Promise<FindingWithContext[]> {
   if (keys.length === 0) return [];
   const rows = await store.query<ContextRow>(rowsByKeys(store.keyed), {
     ids: keys.map((k) => k.id),
     targetIds: [...new Set(keys.map((k) => k.target_id))],
-    ...rowParams(at),
   });
   const found = rows.map(withContext).sort(byIdText);
+  if (!at) return found;
   const ids = found.map((r) => r.id);
   return withDecisionsAt(at.suppression ? at.suppression.decisionsAt(ids, at.t) : decisionsAt(store, ids, at.t), found);
 }

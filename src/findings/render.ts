@@ -1,8 +1,10 @@
-import { formatInstant } from '../domain/time.js';
+import { formatInstant, wholeHours } from '../domain/time.js';
 import { NIL_UUID } from '../domain/uuid.js';
 import { SOURCE_NAME } from '../domain/ids.js';
+import { severityOf } from '../domain/severity.js';
+import { DEFAULT_SLA_POLICY, type SlaPolicy, slaDueAt } from '../sla/policy.js';
 import type { FindingEventRow } from './queries.js';
-import type { FindingWithContext } from './rows.js';
+import type { FindingWithContext, StoredFinding } from './rows.js';
 import type { FindingBody, FindingEventBody } from './schema.js';
 
 /**
@@ -11,7 +13,37 @@ import type { FindingBody, FindingEventBody } from './schema.js';
  * teams, all read with the finding (findingPage, findingsByKeys).
  */
 
+type Exposure = Pick<FindingBody, 'status' | 'total_exposure' | 'current_exposure'>;
+
+/**
+ * SPEC §4.2 at instant T. With `atDate`, the status is the state at T; without, the finding's
+ * current status (§3.5) with exposures run to now.
+ */
+function exposureAt(row: Pick<StoredFinding, 'found' | 'fixed' | 'status'>, t: number, atDate: boolean): Exposure {
+  let total = 0;
+  let openSince: number | undefined;
+  row.found.forEach((found, i) => {
+    if (found > t) return;
+    const fixed = row.fixed[i]!;
+    total += Math.min(fixed, t) - found;
+    if (t < fixed) openSince = found;
+  });
+  const status = atDate ? (openSince !== undefined ? 'OPEN' : 'FIXED') : row.status;
+  const out: Exposure = { status, total_exposure: wholeHours(total) };
+  if (status === 'OPEN') {
+    const since = atDate ? openSince! : row.found[row.found.length - 1]!;
+    out.current_exposure = Math.max(0, wholeHours(t - since));
+  }
+  return out;
+}
+
 type ResourceGroups = FindingBody['resources'];
+
+/** SPEC §12.1: the deadline of the period OPEN at t, by the severity of the current score. */
+function slaDueText(row: Pick<StoredFinding, 'found' | 'fixed' | 'score'>, ref: FindingReference): string | null {
+  const due = slaDueAt(row, severityOf(row.score), ref.t, ref.slaPolicy ?? DEFAULT_SLA_POLICY);
+  return due === null ? null : formatInstant(due);
+}
 
 /** Resources as stored: the resource groups of a report validated at ingestion (src/queue/contract.ts). */
 const parseResources = (text: string | undefined): ResourceGroups => {
@@ -19,8 +51,17 @@ const parseResources = (text: string | undefined): ResourceGroups => {
   return Array.isArray(value) ? (value as ResourceGroups) : [];
 };
 
-/** Finding objects from rows read as shown at their reference instant (page.ts ROW_COLUMNS). */
-export function renderFindings(rows: FindingWithContext[]): FindingBody[] {
+/**
+ * The reference instant t (atDate, or now) and the SLA policy (SLA_DAYS; the default when not
+ * given) that `sla_due` is judged by.
+ */
+export interface FindingReference {
+  t: number;
+  atDate: boolean;
+  slaPolicy?: SlaPolicy | undefined;
+}
+
+export function renderFindings(rows: FindingWithContext[], ref: FindingReference): FindingBody[] {
   return rows.map((row) => {
     const event = row.latest;
     return {
@@ -28,10 +69,8 @@ export function renderFindings(rows: FindingWithContext[]): FindingBody[] {
       affected_resource: event?.affected_resource_string || row.affected_resource,
       details: event?.details ?? '',
       impact_details: event?.impact_details ?? '',
-      status: row.status,
-      total_exposure: row.total_exposure,
-      ...(row.current_exposure !== null ? { current_exposure: row.current_exposure } : {}),
-      sla_due: row.sla_due === null ? null : formatInstant(row.sla_due),
+      ...exposureAt(row, ref.t, ref.atDate),
+      sla_due: slaDueText(row, ref),
       decision: row.decision ?? null,
       score: row.score,
       resources: parseResources(event?.resources),

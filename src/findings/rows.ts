@@ -5,11 +5,7 @@ import type { Decision } from '../decisions/store.js';
 
 /** What the findings statements (page.ts) read, and the shape the render step takes. */
 
-/**
- * A finding as shown at a reference instant (page.ts ROW_COLUMNS): its status then (with atDate) or
- * now, its exposures in whole hours (the current one only when OPEN) and its SLA deadline, epoch
- * seconds (null: not OPEN, or no SLA).
- */
+/** A finding's stored state, with its periods as epoch seconds. */
 export interface StoredFinding {
   id: string;
   target_id: string;
@@ -17,9 +13,8 @@ export interface StoredFinding {
   affected_resource: string;
   status: 'OPEN' | 'FIXED';
   score: number;
-  total_exposure: number;
-  current_exposure: number | null;
-  sla_due: number | null;
+  found: number[];
+  fixed: number[];
 }
 
 /** The current attributes of a finding: its latest FOUND event's payload and source (SPEC §3.5.6). */
@@ -76,9 +71,8 @@ export function withContext(r: ContextRow): FindingWithContext {
     affected_resource: r.affected_resource,
     status: r.status,
     score: r.score,
-    total_exposure: Number(r.total_exposure),
-    current_exposure: r.current_exposure === null ? null : Number(r.current_exposure),
-    sla_due: r.sla_due === null ? null : Number(r.sla_due),
+    found: r.found,
+    fixed: r.fixed,
     latest:
       r.latest_source_id !== NIL_UUID
         ? {

@@ -3,7 +3,7 @@ import { findingsByKeys } from '../findings/page.js';
 import { renderFindings } from '../findings/render.js';
 import { nowSeconds } from '../domain/time.js';
 import type { Logger } from '../log.js';
-import { DEFAULT_SLA_POLICY, type SlaPolicy } from '../sla/policy.js';
+import type { SlaPolicy } from '../sla/policy.js';
 import { deliveryJobId, deliveryJobOptions, type DeliveryJob, type DispatchJob, dispatchJobSchema } from '../queue/contract.js';
 import type { Store } from '../storage/gateway.js';
 import { currentStatusEvent, type FindingStatus } from './batch-events.js';
@@ -64,12 +64,7 @@ export async function dispatch(
   for (const part of chunks(events)) {
     const keys = [...new Map(part.map((e) => [e.findingId, { id: e.findingId, target_id: e.targetId }])).values()];
     // With the decision active now and sla_due: the finding object of GET /findings/{id} (SPEC §6.1).
-    const rows = new Map(
-      (await findingsByKeys(deps.store, keys, { t: now, atDate: false, slaPolicy: deps.slaPolicy ?? DEFAULT_SLA_POLICY })).map((r) => [
-        r.id,
-        r,
-      ]),
-    );
+    const rows = new Map((await findingsByKeys(deps.store, keys, { t: now })).map((r) => [r.id, r]));
     const jobs: { name: string; data: DeliveryJob; opts: ReturnType<typeof deliveryJobOptions> }[] = [];
     for (const event of part) {
       const row = rows.get(event.findingId);
@@ -79,7 +74,7 @@ export async function dispatch(
       }
       const targets = subscriptions.filter((s) => wants(s, event.type, row.teams));
       if (targets.length === 0) continue;
-      const [finding] = renderFindings([row]);
+      const [finding] = renderFindings([row], { t: now, atDate: false, slaPolicy: deps.slaPolicy });
       const body = JSON.stringify({
         id: event.id,
         type: event.type,

@@ -52,3 +52,15 @@ export function slaSeconds(policy: SlaPolicy, severity: Severity): number | unde
   const days = policy[severity];
   return days === null ? undefined : days * SECONDS_PER_DAY;
 }
+
+/**
+ * SPEC §12.1 `sla_due`: the deadline (epoch seconds) of the period OPEN at t, or null when no
+ * period is OPEN at t or the severity has no SLA. Periods are [found[i], fixed[i]), fixed = NEVER
+ * while open; they never overlap, so at most one contains t.
+ */
+export function slaDueAt(periods: { found: number[]; fixed: number[] }, severity: Severity, t: number, policy: SlaPolicy): number | null {
+  const allowed = slaSeconds(policy, severity);
+  if (allowed === undefined) return null;
+  const i = periods.found.findIndex((found, k) => found <= t && t < periods.fixed[k]!);
+  return i < 0 ? null : periods.found[i]! + allowed;
+}

@@ -46,8 +46,3 @@ export const period = {
   /** A closed period ended by its deadline; never without an SLA. */
   fixedWithin: `${allowed} > 0 AND toInt64(x) <= toInt64(f) + ${allowed}`,
 };
-
-/** SPEC §12.1 `sla_due`: the deadline (epoch seconds) of the period OPEN at T, or NULL (none OPEN, or no SLA). */
-export const dueAt = (t: string) =>
-  `if(${allowed} > 0 AND arrayExists((f, x) -> ${period.openAt(t)}, found_at, fixed_at),
-      toInt64(arrayFirst((f, x) -> ${period.openAt(t)}, found_at, fixed_at)) + ${allowed}, NULL)`;
