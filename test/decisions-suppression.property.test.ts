@@ -187,7 +187,13 @@ describe('suppression in every statistic (SPEC §12.3)', () => {
         async (history, decisions, time, scope) => {
           await ingest(decided, history, new Set());
           await decide(decided, decisions);
-          const suppression = new Suppression(decided);
+          // Both ways the process meets the rule: its copy of the rule's result (a store it alone
+          // writes) and the rule evaluated in each statement (a store shared with other processes).
+          const shared: Store = { ...decided, exclusive: false };
+          const ways: [string, Store, Suppression][] = [
+            ['copy', decided, new Suppression(decided)],
+            ['statement', shared, new Suppression(shared)],
+          ];
           // The second stores: the history without the findings suppressed at each instant used.
           const stores = new Map<number, Store>();
           const cases = statistics({ ...scope, ...time }).map((stat) => ({ scope, stat }));
@@ -202,8 +208,11 @@ describe('suppression in every statistic (SPEC §12.3)', () => {
             const [name, t, compute] = stat;
             const store = stores.get(t)!;
             const expected = await compute(store, new Suppression(store));
-            expect(await compute(decided, suppression), `${name} ${JSON.stringify({ ...scope, ...time })} at ${t}`).toEqual(expected);
+            for (const [way, st, suppression] of ways) {
+              expect(await compute(st, suppression), `${name} (${way}) ${JSON.stringify({ ...scope, ...time })} at ${t}`).toEqual(expected);
+            }
           }
+          ways[0]![2].changed(); // its copy is dropped a while later
         },
       ),
       {
