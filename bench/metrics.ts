@@ -122,12 +122,13 @@ const token = signJwt(
 const now = () => NOW;
 
 const queue = checksQueue(redis, names);
+const owned = ownedStore(store, log);
 const apps = {
-  cached: createMetricsApi({ store, log, keys: tokens, cache: { redis, names }, now }),
-  uncached: createMetricsApi({ store, log, keys: tokens, now }),
+  cached: createMetricsApi({ store, suppression: owned.suppression, log, keys: tokens, cache: { redis, names }, now }),
+  uncached: createMetricsApi({ store, suppression: owned.suppression, log, keys: tokens, now }),
   database: createDbApi({
     store,
-    ...ownedStore(store, log),
+    ...owned,
     queue,
     log,
     maxReportBytes: 1 << 20,

@@ -27,11 +27,14 @@ import type { Locks } from './locks/target-locks.js';
 import { targetRoutes } from './targets/routes.js';
 import type { TotalsRewriter } from './ingest/totals.js';
 import { observeRequests } from './observability/requests.js';
+import type { Suppression } from './decisions/suppression.js';
 
 /** The database API (SPEC §5–§6): builds the Koa app from its dependencies; never listens. */
 
 export interface DbApiDeps {
   store: Store;
+  /** Findings suppressed by triage decisions (SPEC §12.3): the service's one, shared with the metrics API. */
+  suppression: Suppression;
   queue: Queue;
   log: Logger;
   maxReportBytes: number;
@@ -66,6 +69,7 @@ export function createDbApi(deps: DbApiDeps): Koa {
   app.use(dbApiAccess(deps.auth));
   const api: ApiContext = {
     store: deps.store,
+    suppression: deps.suppression,
     pageSizeDefault: deps.pageSizeDefault,
     pageSizeMax: deps.pageSizeMax,
     now: deps.now ?? nowSeconds,

@@ -1,6 +1,7 @@
 import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DataVersion } from './cache/data-version.js';
+import { Suppression } from './decisions/suppression.js';
 import { packageVersion } from './version.js';
 import type { Config } from './config.js';
 import { closeServer } from './http/servers.js';
@@ -40,6 +41,8 @@ const stopBudgetMs = (timeoutMs: number) => timeoutMs - Math.min(2000, timeoutMs
 
 export interface Service {
   store: Store;
+  /** What the process knows of triage decisions (SPEC §12.3): readers built beside the service share it. */
+  suppression: Suppression;
   queue: Queue | undefined;
   batcher: ReportBatcher | undefined;
   /** The ingest workers of the `checks` and `checks-bulk` queues (none without the worker role). */
@@ -79,13 +82,14 @@ async function sharedContext(config: Config, opts: ServiceOptions): Promise<{ sh
   // server, other processes write too and `vulndb backup` closes it from yet another: it lives in
   // Redis, on a connection that fails fast like the request paths' (a write refused while Redis is
   // away answers 503 or retries its job, rather than stalling).
-  const gateConnection = opened.mode === 'server' ? requestConnection(config.redisUrl) : undefined;
+  const gateConnection = ownsItsData(opened) ? undefined : requestConnection(config.redisUrl);
   const gate = gateConnection ? new SharedCommitGate(gateConnection, names, log.child({ component: 'commit-gate' })) : new CommitGate();
   const store = gatedStore(opened, gate);
   const redis = requestConnection(config.redisUrl);
   if (!(await whenReady(redis))) log.warn('Redis is not answering yet; queueing and caching wait for it', { url: config.redisUrl });
   // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
   const locks = new TargetLocks(redis, names, config.jobs.lockMs);
+  const suppression = new Suppression(store);
   const shared: RoleContext = {
     config,
     opts,
@@ -97,7 +101,9 @@ async function sharedContext(config: Config, opts: ServiceOptions): Promise<{ sh
     // Its statements go first, like the batches' (README, Design).
     totals: new TotalsRewriter(store.prioritized(), locks, log.child({ component: 'totals' })),
     // Cached answers are keyed by it; both the worker and POST /targets bump it.
-    dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' })),
+    // Every change it is told of changes which findings decisions suppress (a false positive lapses).
+    dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' }), () => suppression.changed()),
+    suppression,
     gate,
   };
   return { shared, gateConnection };
@@ -150,6 +156,7 @@ export async function startService(config: Config, opts: ServiceOptions): Promis
 
   return {
     store,
+    suppression: shared.suppression,
     queue,
     batcher: worker?.batcher,
     workers: worker?.workers ?? [],

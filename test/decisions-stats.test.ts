@@ -108,6 +108,23 @@ describe('suppression in statistics (SPEC §12.3)', () => {
     expect((await json(svc.db('/stats/issues?includeSuppressed=maybe'), 400)).message).toBe('Malformed Boolean');
   });
 
+  it("retires the cached answers about its finding's target: all targets' and its teams', not another team's", async () => {
+    const TEAM_B = 'b4d6f8a0-2c4e-4a6b-8d0f-3c5e7a9b1d2f';
+    await json(svc.postJson('/targets', { identifier: 'other.example.com', teams: [TEAM_B] }), 201);
+    const paths = [`teams/${TEAM_B}/stats/mttr`, `teams/${TEAM_A}/stats/mttr`, 'stats/mttr'];
+    for (const path of paths) {
+      await metric(path);
+      expect((await metric(path)).cache, path).toBe('HIT');
+    }
+    await decide(f1, { decision: 'false_positive', reason: 'Test instance.' });
+    expect((await metric(paths[0]!)).cache).toBe('HIT');
+    expect(await metric(paths[1]!)).toMatchObject({ cache: 'MISS', body: { mttr: { total: 0 } } });
+    expect(await metric(paths[2]!)).toMatchObject({ cache: 'MISS', body: { mttr: { total: 0 } } });
+    expect((await revoke(f1)).status).toBe(204);
+    expect((await metric(paths[0]!)).cache).toBe('HIT');
+    expect(await metric(paths[1]!)).toMatchObject({ cache: 'MISS', body: { mttr: { total: 48 } } });
+  });
+
   it('rejects an includeSuppressed that is not a boolean', async () => {
     expect(await json(svc.db('/stats/open?includeSuppressed=yes'), 400)).toEqual({ message: 'Malformed Boolean' });
     expect((await metric('stats/open?includeSuppressed=yes')).status).toBe(422);

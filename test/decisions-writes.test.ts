@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Suppression } from '../src/decisions/suppression.js';
 import http from 'node:http';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -148,6 +149,7 @@ describe('a PUT that fails after validation (SPEC §12.3 "Writes are atomic")', 
     const app = await listenApp(
       createMetricsApi({
         store: store.proxy,
+        suppression: new Suppression(store.proxy),
         log: createLogger('silent'),
         keys: tokenKeys(svc.config.jwt, svc.config.dataDir),
         now: () => clock,
@@ -205,6 +207,7 @@ describe('concurrent writes on one finding from two API apps (SPEC §12.3 "seria
         listenApp(
           createMetricsApi({
             store: svc.store,
+            suppression: svc.suppression,
             log: createLogger('silent'),
             keys,
             now: () => clock,

@@ -1,4 +1,5 @@
 import { createSecretKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { Suppression } from '../src/decisions/suppression.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -240,7 +241,7 @@ describe('metrics API with other key configurations', () => {
   async function serve(jwt: { secret?: string; publicKey?: string; issuer?: string; audience?: string }): Promise<string> {
     const store = await freshStore();
     const keys = tokenKeys({ secret: jwt.secret, publicKey: jwt.publicKey, issuer: jwt.issuer, audience: jwt.audience }, '/nonexistent');
-    const app = createMetricsApi({ store, log: createLogger('silent'), keys });
+    const app = createMetricsApi({ store, suppression: new Suppression(store), log: createLogger('silent'), keys });
     const server = http.createServer(app.callback());
     servers.push(server);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

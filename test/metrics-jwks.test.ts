@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { Suppression } from '../src/decisions/suppression.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -141,7 +142,12 @@ describe('the key set refresh rules (injected clock)', () => {
       jwksUrl: 'set',
       claims: { teams: 'groups', admin: 'roles', adminValue: 'vulndb-admin' },
     };
-    const app = createMetricsApi({ store, log: createLogger('silent'), keys: tokenKeys(jwt, '/nonexistent', jwks) });
+    const app = createMetricsApi({
+      store,
+      suppression: new Suppression(store),
+      log: createLogger('silent'),
+      keys: tokenKeys(jwt, '/nonexistent', jwks),
+    });
     const server = http.createServer(app.callback());
     servers.push(server);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

@@ -1,4 +1,5 @@
 import { createSecretKey } from 'node:crypto';
+import { Suppression } from '../src/decisions/suppression.js';
 import type Router from '@koa/router';
 import type Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -77,7 +78,7 @@ describe('the OpenAPI document', () => {
       audience: undefined,
       secretSource: 'JWT_SECRET' as const,
     };
-    const metrics = createMetricsApi({ store, log: silentLogger, keys });
+    const metrics = createMetricsApi({ store, suppression: new Suppression(store), log: silentLogger, keys });
     const served = new Set([...servedBy(db), ...servedBy(metrics)]);
     served.delete('GET /openapi.json');
     // The page that renders the document and its files (src/openapi/docs-page.ts).

@@ -64,6 +64,7 @@ describe('request limits (SPEC §5.6)', () => {
     bigDb = await listen(
       createDbApi({
         store: svc.store,
+        suppression: svc.suppression,
         queue: svc.queue!,
         log,
         maxReportBytes: 1 << 20,
@@ -73,7 +74,14 @@ describe('request limits (SPEC §5.6)', () => {
         totals: svc.totals,
       }).callback(),
     );
-    bigMetrics = await listen(createMetricsApi({ store: svc.store, log, keys: tokenKeys(svc.config.jwt, svc.config.dataDir) }).callback());
+    bigMetrics = await listen(
+      createMetricsApi({
+        store: svc.store,
+        suppression: svc.suppression,
+        log,
+        keys: tokenKeys(svc.config.jwt, svc.config.dataDir),
+      }).callback(),
+    );
   });
   afterAll(async () => {
     bigDb.server.close();

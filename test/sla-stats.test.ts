@@ -18,7 +18,7 @@ const DEFAULT_DAYS = { critical: 7, high: 30, medium: 90, low: 180, informationa
 const day = (d: string) => parseDate(d)!;
 
 let svc: TestService;
-const stats = (f: StatFilters = {}, policy = DEFAULT_SLA_POLICY) => slaStats(svc.store, f, NOW, policy);
+const stats = (f: StatFilters = {}, policy = DEFAULT_SLA_POLICY) => slaStats(svc.store, svc.suppression, f, NOW, policy);
 
 beforeAll(async () => {
   svc = await startTestService({ now: () => NOW });
@@ -142,8 +142,8 @@ describe('GET /stats/sla as computed by the engine', () => {
     for (const now of instants) {
       for (const policy of policies) {
         for (const f of scopes) {
-          const fromDurations = await slaStats(svc.store, f, now, policy);
-          const fromPeriods = await slaStats(svc.store, { ...f, atDate: now }, now, policy);
+          const fromDurations = await slaStats(svc.store, svc.suppression, f, now, policy);
+          const fromPeriods = await slaStats(svc.store, svc.suppression, { ...f, atDate: now }, now, policy);
           expect(fromDurations, `${new Date(now * 1000).toISOString()} ${JSON.stringify(f)}`).toEqual(fromPeriods);
         }
       }

@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sqlMillis } from '../../src/decisions/active.js';
-import { forgetLapses } from '../../src/decisions/lapses.js';
-import { markDecisionsExist } from '../../src/decisions/presence.js';
-import { forgetSuppressedSets } from '../../src/decisions/suppressed-sets.js';
+import type { Suppression } from '../../src/decisions/suppression.js';
 import type { Store } from '../../src/storage/gateway.js';
 
 /**
@@ -11,7 +9,7 @@ import type { Store } from '../../src/storage/gateway.js';
  * afterwards so the dataset stays as built. The decision tables are append-only for the service;
  * only the benchmark empties them.
  */
-export async function seedDecisions(store: Store, n: number): Promise<void> {
+export async function seedDecisions(store: Store, suppression: Suppression, n: number): Promise<void> {
   await removeDecisions(store);
   const picked = await store.query<{ id: string; target: string; fp: string }>(
     `WITH picked AS (SELECT id, target_id FROM findings FINAL ORDER BY cityHash64(id) LIMIT {n:UInt32})
@@ -34,19 +32,11 @@ export async function seedDecisions(store: Store, n: number): Promise<void> {
     fingerprint: f.fp,
   }));
   for (let i = 0; i < rows.length; i += 10_000) await store.insert('finding_decisions', rows.slice(i, i + 10_000));
-  markDecisionsExist(store);
-  forgetDecisionState();
+  suppression.decided();
   console.log(`  ${rows.length} decisions on findings of the dataset`);
 }
 
 export async function removeDecisions(store: Store): Promise<void> {
   await store.command('TRUNCATE TABLE finding_decisions');
   await store.command('TRUNCATE TABLE finding_decision_revocations');
-  forgetDecisionState();
-}
-
-/** What the process derived from the decision tables, which the benchmark changes behind its back. */
-function forgetDecisionState(): void {
-  forgetLapses();
-  forgetSuppressedSets();
 }

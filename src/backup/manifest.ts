@@ -51,8 +51,8 @@ export interface StoredTable {
 }
 
 /**
- * The tables of a database a snapshot holds: all but the process's scratch tables (Memory and Set
- * engines, src/decisions/suppressed-sets.ts), which come and go while it runs.
+ * The tables of a database a snapshot holds: all but scratch tables (Memory and Set engines; earlier
+ * versions kept suppressed findings in such tables, and a data folder may still hold some).
  */
 export const snapshotTables = (store: Store, database: string) =>
   store.query<StoredTable>(

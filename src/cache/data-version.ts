@@ -18,16 +18,6 @@ import { keys, type RedisNames } from '../queue/redis.js';
  * The retry goes out from the `ready` handler, before any later command on the same connection,
  * so the cache's first lookup after the outage already sees the new version.
  */
-const changeListeners = new Set<() => void>();
-
-/**
- * In-process answers derived from the store (e.g. when false positives lapse, src/decisions/lapses.ts)
- * register here: every bump — a change of the data in this process — forgets them, before Redis is told.
- */
-export function onDataChange(listener: () => void): void {
-  changeListeners.add(listener);
-}
-
 const allDataKeys = (names: RedisNames) => [keys.dataVersion(names), keys.sharedVersion(names)];
 
 /** A change of all data made outside the service (imports, recomputes); rejects as Redis does. */
@@ -53,6 +43,11 @@ export class DataVersion {
     private readonly redis: Redis,
     private readonly names: RedisNames,
     private readonly log: Logger,
+    /**
+     * Every bump — a change of the data in this process — tells it first, before Redis is told:
+     * what the process derived from the store (src/decisions/suppression.ts) is read again.
+     */
+    private readonly onChange: () => void = () => {},
   ) {
     redis.on('ready', () => {
       if (this.owed) void this.bump('Redis is back');
@@ -80,7 +75,7 @@ export class DataVersion {
   }
 
   private async bumpKeys(why: string, versionKeys: string[], all: boolean): Promise<void> {
-    for (const listener of changeListeners) listener();
+    this.onChange();
     const seq = this.started++;
     try {
       await incrAll(this.redis, versionKeys);

@@ -4,20 +4,24 @@ import type { Logger } from '../log.js';
 import { decisionEvent, enqueueEvents, notificationsQueue } from '../notifications/emit.js';
 import type { RedisNames } from '../queue/redis.js';
 import type { Store } from '../storage/gateway.js';
+import { teamsOf } from '../teams/associations.js';
 import { watchExpiries } from './expiry.js';
 import type { DecisionAction } from './routes.js';
 import type { Decision } from './store.js';
+import type { Suppression } from './suppression.js';
 
 /**
  * What follows a decision (SPEC §12.3, §9.1), started with the APIs:
- * - made or revoked: every cached answer is retired (the data version), then a `finding.decision`
- *   event is emitted — both before the answer, so a client that reads a metric right after its
- *   decision sees its effect. An emission that fails is logged: the decision is stored and stays.
+ * - made or revoked: the cached answers about its finding's target are retired (the data version
+ *   and the versions of the target's teams), then a `finding.decision` event is emitted — both
+ *   before the answer, so a client that reads a metric right after its decision sees its effect.
+ *   An emission that fails is logged: the decision is stored and stays.
  * - expired: nobody acts, so a periodic look retires cached answers (src/decisions/expiry.ts); the
  *   `expired` events are the notification worker's periodic check.
  */
 export function startDecisionEffects(deps: {
   store: Store;
+  suppression: Suppression;
   redis: Redis;
   names: RedisNames;
   dataVersion: DataVersion;
@@ -26,14 +30,21 @@ export function startDecisionEffects(deps: {
   log: Logger;
 }) {
   const queue = notificationsQueue(deps.redis, deps.names);
+  // A decision changes the answers about its finding's target: those of all targets and of the
+  // target's teams (the data version and their versions); other teams' stay cached.
+  const retireAnswers = async (targetId: string, why: string) => {
+    const teams = await teamsOf(deps.store, [targetId]).catch(() => undefined);
+    await (teams ? deps.dataVersion.bumpBatch(why, teams.get(targetId) ?? []) : deps.dataVersion.bump(why));
+  };
   const expiries = watchExpiries({
     store: deps.store,
+    suppression: deps.suppression,
     now: deps.now,
     expired: () => deps.dataVersion.bump('decision expired'),
     log: deps.log,
   });
   const onChange = async (finding: { id: string; targetId: string }, decision: Decision, action: DecisionAction): Promise<void> => {
-    await deps.dataVersion.bump(`decision ${action}`);
+    await retireAnswers(finding.targetId, `decision ${action}`);
     try {
       await enqueueEvents(queue, [decisionEvent(finding, { ...decision, action })]);
     } catch (err) {

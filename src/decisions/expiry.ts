@@ -1,6 +1,6 @@
 import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
-import { decisionsMayExist } from './presence.js';
+import type { Suppression } from './suppression.js';
 
 /**
  * Expiries take effect without anyone acting (SPEC §12.3): cached answers computed while a
@@ -11,6 +11,7 @@ import { decisionsMayExist } from './presence.js';
  */
 export function watchExpiries(opts: {
   store: Store;
+  suppression: Suppression;
   /** Epoch seconds (the APIs' clock). */
   now: () => number;
   expired: () => Promise<void>;
@@ -23,7 +24,7 @@ export function watchExpiries(opts: {
     if (running) return;
     running = true;
     try {
-      if (!(await decisionsMayExist(opts.store))) return;
+      if (!(await opts.suppression.mayExist())) return;
       const until = opts.now();
       if (until <= since) return;
       const [row] = await opts.store.query<{ n: number }>(

@@ -3,9 +3,6 @@ import { formatInstant, fromStoreDateTime } from '../domain/time.js';
 import { sqlAt } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import { activeAtParams, activeDecisionsAt, sqlMillis } from './active.js';
-import { forgetLapses } from './lapses.js';
-import { decidedAt, forgetSuppressedSets } from './suppressed-sets.js';
-import { decisionsMayExist, markDecisionsExist } from './presence.js';
 
 /**
  * The statements of triage decisions (SPEC §12.3). Both tables are append-only (sql/0016): making
@@ -89,7 +86,6 @@ export async function revokeDecisions(store: Store, findingId: string, ids: stri
     'finding_decision_revocations',
     ids.map((id) => ({ decision_id: id, finding_id: findingId, revoked_at: sqlMillis(atMs), revoked_by: by })),
   );
-  forgetSuppressedSets();
 }
 
 /**
@@ -133,9 +129,6 @@ export async function makeDecision(
     replaces: replaced,
   };
   await store.insert('finding_decisions', [row]);
-  markDecisionsExist(store);
-  forgetLapses();
-  forgetSuppressedSets();
   const decision: Decision = {
     id: row.id,
     finding_id: finding.id,
@@ -203,25 +196,14 @@ export async function decisionTrail(store: Store, findingId: string): Promise<De
   return rows.map(toDecision).reverse();
 }
 
-/**
- * The decision active at `t` of each of these findings (SPEC §12.3: a finding object's
- * `decision`); none read while the store holds no decision.
- */
+/** The decision active at `t` of each of these findings (SPEC §12.3: a finding object's `decision`). */
 export async function decisionsAt(store: Store, findingIds: readonly string[], t: number): Promise<Map<string, Decision>> {
   const out = new Map<string, Decision>();
-  if (findingIds.length === 0 || !(await decisionsMayExist(store))) return out;
-  // Where the process knows each decision's interval, the active ones are read by id: no
-  // activity rule (and none of the false positives' events) is evaluated in the statement.
-  const active = await decidedAt(store, findingIds, t);
-  if (active?.length === 0) return out;
+  if (findingIds.length === 0) return out;
   const these = 'finding_id IN {findings:Array(UUID)}';
-  const decisions = active
-    ? `SELECT * FROM finding_decisions WHERE ${these} AND id IN {decisionIds:Array(UUID)}`
-    : activeDecisionsAt('decAt', these);
-  const rows = await store.query<DecisionRow>(withRevocations(decisions, these), {
+  const rows = await store.query<DecisionRow>(withRevocations(activeDecisionsAt('decAt', these), these), {
     ...activeAtParams('decAt', t),
     findings: findingIds,
-    ...(active ? { decisionIds: active } : {}),
   });
   // Oldest first: the latest decision of a finding is the one kept.
   for (const row of rows) out.set(row.finding, toDecision(row));

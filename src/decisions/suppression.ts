@@ -1,31 +1,136 @@
-import { targetId } from '../domain/ids.js';
-import { findingsIn, merge, type Scope, type Sql, targetScope, whereClause } from '../filters/sql.js';
-import type { StatementOptions, Store } from '../storage/gateway.js';
-import { DataChanged } from '../storage/store-errors.js';
-import { activeAtParams, activeDecisionsAt, notSuppressedAt, suppressedAt } from './active.js';
-import { lapsedAt } from './lapses.js';
-import { decisionsMayExist } from './presence.js';
-import { rowsCopyOf } from './suppressed-rows.js';
-import type { Share, ShareSelection } from './suppressed-shares.js';
-import { suppressedSetAt } from './suppressed-sets.js';
+import { randomUUID } from 'node:crypto';
+import type { DecisionFilter, SuppressionFilter } from '../filters/params.js';
+import type { Sql } from '../filters/sql.js';
+import type { Store } from '../storage/gateway.js';
+import { activeAt, activeAtParams, decisionIntervals } from './active.js';
+import { type Decision, decisionsAt } from './store.js';
 
 /**
- * Suppression in statistics and lists (SPEC §7, §12.3): the conditions a statement adds so that
- * findings suppressed at its reference instant are left out (statistics) or selected by their
- * decision (`decision=` on lists). While the store holds no decision they are empty, or `0` for a
- * selection of decided findings: nothing is read for them.
+ * Suppression in statistics and lists (SPEC §7, §12.3), owned by one object created with the
+ * service and passed to every reader. The rule is `active.ts` (each decision's interval of
+ * activity, stated once in SQL); a statistic is the same statement with the condition "not
+ * suppressed at its reference instant" (`notSuppressedAt`), lists select by `selection`.
+ *
+ * What the process keeps, only for a store it alone writes (`Store.exclusive`; a store shared with
+ * other processes changes behind its back, and there every statement evaluates the rule itself):
+ * - whether the store holds any decision, so that while none was ever made statements pay nothing
+ *   for suppression (any extra table costs the embedded engine milliseconds to plan);
+ * - the result of the rule's statement (every decision's interval) in a Memory table, made when a
+ *   statement first needs it after a change (`changed()`: a decision written, data committed): the
+ *   rule reads the FOUND events of every finding with a false positive, which for thousands of
+ *   decisions costs a statement hundreds of milliseconds (bench/HISTORY.md). Copies of earlier
+ *   states are dropped a while later, once the statements that read them are done.
  */
-
-export interface SuppressionFilter {
-  /** SPEC §12.3: count suppressed findings too. */
-  includeSuppressed?: boolean | undefined;
-}
-
-export const DECISION_FILTERS = ['none', 'false_positive', 'accepted_risk', 'any'] as const;
-export type DecisionFilter = (typeof DECISION_FILTERS)[number];
 
 const NONE: Sql = { where: [], params: {} };
 const PARAM = 'supAt';
+const COPY_PREFIX = 'decision_intervals_';
+const DROP_AFTER_MS = 60_000;
+
+export class Suppression {
+  private present: Promise<boolean> | undefined;
+  private copy: Promise<string> | undefined;
+  private leftoversDropped = false;
+
+  constructor(private readonly store: Store) {}
+
+  /** Whether the store may hold a decision (read once where the process sees every write). */
+  mayExist(): Promise<boolean> {
+    if (!this.store.exclusive) return Promise.resolve(true);
+    if (!this.present) {
+      const read = this.store.query<{ n: number }>('SELECT count() AS n FROM finding_decisions').then(([row]) => Number(row?.n ?? 0) > 0);
+      read.catch(() => {
+        if (this.present === read) this.present = undefined; // ask again next time
+      });
+      this.present = read;
+    }
+    return this.present;
+  }
+
+  /** A decision was stored or revoked: from now on statements leave suppressed findings out. */
+  decided(): void {
+    this.present = Promise.resolve(true);
+    this.changed();
+  }
+
+  /** The data or the decisions changed: the rule's result is read again when next needed. */
+  changed(): void {
+    const old = this.copy;
+    this.copy = undefined;
+    if (old) {
+      const drop = () => void old.then((table) => this.store.command(`DROP TABLE IF EXISTS ${table}`)).catch(() => undefined);
+      setTimeout(drop, DROP_AFTER_MS).unref();
+    }
+  }
+
+  /** The rows of the decisions' intervals (active.ts): the copy of the current state, or the statement. */
+  private async intervals(): Promise<string> {
+    if (!this.store.exclusive) return `(${decisionIntervals()})`;
+    if (!this.copy) {
+      const made = this.makeCopy();
+      made.catch(() => {
+        if (this.copy === made) this.copy = undefined;
+      });
+      this.copy = made;
+    }
+    return this.copy;
+  }
+
+  private async makeCopy(): Promise<string> {
+    if (!this.leftoversDropped) {
+      // Copies a process on this data folder left when it stopped.
+      const left = await this.store.query<{ name: string }>(
+        'SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, {prefix:String})',
+        { prefix: COPY_PREFIX },
+      );
+      for (const { name } of left) await this.store.command(`DROP TABLE IF EXISTS ${name}`);
+      this.leftoversDropped = true;
+    }
+    const table = `${COPY_PREFIX}${randomUUID().replaceAll('-', '')}`;
+    await this.store.command(`CREATE TABLE ${table} ENGINE = Memory AS ${decisionIntervals()}`);
+    return table;
+  }
+
+  /**
+   * The findings suppressed at T (bound as PARAM): a condition on their id, unique across targets
+   * (src/domain/ids.ts), which the engine tests faster than the pair (target_id, id).
+   */
+  private async suppressedAt(t: number, decision?: string): Promise<Sql> {
+    const which = decision ? ' AND decision = {supDecision:String}' : '';
+    return {
+      where: [`id IN (SELECT finding_id FROM ${await this.intervals()} WHERE ${activeAt(PARAM)}${which})`],
+      params: { ...activeAtParams(PARAM, t), ...(decision ? { supDecision: decision } : {}) },
+    };
+  }
+
+  /**
+   * The condition leaving out of a statistic the findings suppressed at `t` (SPEC §12.3), on the
+   * rows of `findings` or a team's copy; undefined when nothing can be suppressed or includeSuppressed.
+   */
+  async notSuppressedAt(f: SuppressionFilter, t: number): Promise<Sql | undefined> {
+    if (f.includeSuppressed || !(await this.mayExist())) return undefined;
+    return this.not(await this.suppressedAt(t));
+  }
+
+  private not(suppressed: Sql): Sql {
+    return { where: [`NOT ${suppressed.where[0]}`], params: suppressed.params };
+  }
+
+  /** `decision=` of findings lists (SPEC §12.3): findings by the decision active at `t`. */
+  async selection(filter: DecisionFilter | undefined, t: number): Promise<Sql> {
+    if (filter === undefined) return NONE;
+    if (!(await this.mayExist())) return filter === 'none' ? NONE : { where: ['0'], params: {} };
+    if (filter === 'any') return this.suppressedAt(t);
+    if (filter !== 'none') return this.suppressedAt(t, filter);
+    return this.not(await this.suppressedAt(t));
+  }
+
+  /** The decision active at `t` of each of these findings (a finding object's `decision`). */
+  async decisionsAt(findingIds: readonly string[], t: number): Promise<Map<string, Decision>> {
+    if (findingIds.length === 0 || !(await this.mayExist())) return new Map();
+    return decisionsAt(this.store, findingIds, t);
+  }
+}
 
 /**
  * A statistic's reference instant (SPEC §4.1, §12.3): atDate's T, a range's end E = min(U, now)
@@ -38,180 +143,4 @@ export function referenceInstant(
   if (f.atDate !== undefined) return f.atDate;
   if (f.maxDateEnd !== undefined) return Math.min(f.maxDateEnd, now);
   return now;
-}
-
-/** Whether statements must consider decisions for this selection. */
-async function applies(store: Store, f: SuppressionFilter): Promise<boolean> {
-  return !f.includeSuppressed && (await decisionsMayExist(store));
-}
-
-/** The parameters of the statements' "active at t", with the lapsed false positives bound where they are known. */
-async function activeAt(store: Store, t: number): Promise<{ params: Record<string, unknown>; bound: boolean }> {
-  const lapsed = await lapsedAt(store, t);
-  if (lapsed === undefined) return { params: activeAtParams(PARAM, t), bound: false };
-  return { params: { ...activeAtParams(PARAM, t), [`${PARAM}Lapsed`]: lapsed }, bound: true };
-}
-
-/**
- * What an additive statistic subtracts (SPEC §12.3): the rows, with the columns of `findings`, of
- * the findings in scope suppressed at T, and the options of the statement that reads them.
- */
-export interface SuppressedRows {
-  from: string;
-  scope: Sql;
-  options: StatementOptions;
-  /**
-   * Where the rows come from a copy that can tell the selection (its scope and the label and score
-   * filters of the statistic's `f`): what they take from its current statistics
-   * (suppressed-shares.ts), which a statement of a store without decisions, bound to the copy's
-   * state (`options`), leaves for the process to take.
-   */
-  share?: Share;
-}
-
-/**
- * The suppressed rows of a scope at `t`, or undefined when there is nothing to subtract. Embedded,
- * from the copy of their rows (src/decisions/suppressed-rows.ts) while it is valid, else (or with
- * `inStatement`) read by the statement from the scope's findings.
- */
-export async function suppressedRows(
-  store: Store,
-  f: Scope & SuppressionFilter,
-  t: number,
-  inStatement = false,
-): Promise<SuppressedRows | undefined> {
-  if (!(await applies(store, f))) return undefined;
-  const set = await suppressedSetAt(store, t);
-  if (set === null) return undefined;
-  const rows = findingsIn(f);
-  if (set === undefined) {
-    const active = await activeAt(store, t);
-    return {
-      from: rows.from,
-      scope: merge(rows.scope, { where: [suppressedAt(PARAM, active.bound)], params: active.params }),
-      options: {},
-    };
-  }
-  const copy = inStatement ? undefined : rowsCopyOf(store, set);
-  if (!copy) {
-    const ids = { where: [`id IN {${PARAM}Findings:Identifier}`], params: { [`${PARAM}Findings`]: set.findings } };
-    return { from: rows.from, scope: merge(rows.scope, ids), options: {} };
-  }
-  // The copy holds each finding once, with its target's teams.
-  const team: Sql =
-    f.team === undefined ? { where: [], params: {} } : { where: ['has(teams, {scopeTeam:String})'], params: { scopeTeam: f.team } };
-  const selection = shareSelection(f);
-  return {
-    from: copy.table,
-    scope: merge(team, targetScope({ ...f, team: undefined })),
-    options: { unchangedSince: copy.changes },
-    ...(selection ? { share: copy.shares(selection) } : {}),
-  };
-}
-
-/**
- * The selection of suppressed findings a share is counted over (suppressed-shares.ts): the scope,
- * and the label and score filters a statistic's `f` carries; undefined for a substring of
- * identifiers, which the copy cannot tell.
- */
-function shareSelection(
-  f: Scope & { labels?: string[] | undefined; minScore?: number | undefined; maxScore?: number | undefined },
-): ShareSelection | undefined {
-  if (f.identifier !== undefined && !f.identifierMatch) return undefined;
-  const targets = [
-    ...(f.identifier !== undefined ? [[targetId(f.identifier)]] : []),
-    ...(f.identifiers?.length ? [f.identifiers.map(targetId)] : []),
-  ];
-  return {
-    team: f.team,
-    teams: f.teams,
-    targets: targets.length > 0 ? targets : undefined,
-    minScore: f.minScore,
-    maxScore: f.maxScore,
-    labels: f.labels?.length ? f.labels : undefined,
-  };
-}
-
-/**
- * Runs a statistic's statement with the scope's suppressed rows at `t` (undefined: nothing to
- * subtract); once more, reading them in the statement, if the data changed after the copy it
- * relied on (the engine then refused the first statement).
- */
-export async function withSuppressedRows<T>(
-  store: Store,
-  f: Scope & SuppressionFilter,
-  t: number,
-  statement: (rows: SuppressedRows | undefined) => Promise<T>,
-): Promise<T> {
-  try {
-    return await statement(await suppressedRows(store, f, t));
-  } catch (err) {
-    if (!(err instanceof DataChanged)) throw err;
-    return statement(await suppressedRows(store, f, t, true));
-  }
-}
-
-/**
- * The share a statistic at now takes from its answer in the process (SuppressedRows.share): where
- * there is one, and every instant of the suppressed findings it covers is before now.
- */
-export function shareAtNow(suppressed: SuppressedRows | undefined, now: number): Share | undefined {
-  const share = suppressed?.share;
-  return share && now > share.latest ? share : undefined;
-}
-
-/** The rows a statistic aggregates, as a FROM body and the conditions of its scope. */
-export interface SignedRows {
-  from: string;
-  scope: Sql;
-  /**
-   * Each row's weight: `1`, or with suppressed findings the column `sign`, −1 on their rows (which
-   * the selection's rows also hold), so that `sum(${sign})`, `sum(if(c, ${sign}, 0))` and
-   * `sum(${sign} * v)` leave them out.
-   */
-  sign: string;
-}
-
-/** Aggregates over signed rows: the plain ones where no row is subtracted. */
-export const signed = {
-  count: (rows: SignedRows) => (rows.sign === '1' ? 'count()' : `sum(${rows.sign})`),
-  countIf: (rows: SignedRows, condition: string) =>
-    rows.sign === '1' ? `countIf(${condition})` : `sum(if(${condition}, ${rows.sign}, 0))`,
-  sum: (rows: SignedRows, value: string) => (rows.sign === '1' ? `sum(${value})` : `sum(${rows.sign} * toInt64(${value}))`),
-};
-
-/**
- * The rows of a selection (`rows`, of which a statistic reads `columns`), plus the suppressed ones
- * with the weight −1: one UNION ALL of plain columns, whose conditions and aggregates the statistic
- * writes once over both (an aggregate per branch costs the engine its planning twice).
- */
-export function signedRows(
-  rows: { from: string; scope: Sql },
-  columns: readonly string[],
-  suppressed: SuppressedRows | undefined,
-): SignedRows {
-  if (!suppressed) return { ...rows, sign: '1' };
-  const list = columns.join(', ');
-  return {
-    from: `(SELECT ${list}, toInt64(1) AS sign FROM ${rows.from} ${whereClause(rows.scope)}
-            UNION ALL
-            SELECT ${list}, toInt64(-1) AS sign FROM ${suppressed.from} ${whereClause(suppressed.scope)})`,
-    scope: { where: [], params: { ...rows.scope.params, ...suppressed.scope.params } },
-    sign: 'sign',
-  };
-}
-
-/** `decision=` of findings lists (SPEC §12.3): findings by the decision active at `t`. */
-export async function decisionSelection(store: Store, filter: DecisionFilter | undefined, t: number): Promise<Sql> {
-  if (filter === undefined) return NONE;
-  if (!(await decisionsMayExist(store))) return filter === 'none' ? NONE : { where: ['0'], params: {} };
-  const { params, bound } = await activeAt(store, t);
-  if (filter === 'none') return { where: [notSuppressedAt(PARAM, bound)], params };
-  if (filter === 'any') return { where: [suppressedAt(PARAM, bound)], params };
-  return {
-    where: [
-      `(target_id, id) IN (SELECT target_id, finding_id FROM (${activeDecisionsAt(PARAM, '1', bound)}) WHERE decision = {supDecision:String})`,
-    ],
-    params: { ...params, supDecision: filter },
-  };
 }

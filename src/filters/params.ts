@@ -3,7 +3,6 @@ import { z } from 'zod';
 import { ApiError, dbErrors } from '../errors.js';
 import { addDays, parseDate } from '../domain/time.js';
 import { SLA_FILTERS, type SlaFilter, type SlaPolicy } from '../sla/policy.js';
-import { DECISION_FILTERS, type DecisionFilter } from '../decisions/suppression.js';
 
 /**
  * Query parameters of the database API (SPEC §5.2–§5.5), parsed with one zod schema per endpoint
@@ -11,6 +10,15 @@ import { DECISION_FILTERS, type DecisionFilter } from '../decisions/suppression.
  * several are wrong, the first in the order page, size, dates, scores, boolean, status wins, and
  * the combination rules run last. Empty values count as absent; unknown parameters are ignored.
  */
+
+/** `decision=` of findings lists (SPEC §12.3): findings by the decision active at the reference instant. */
+export const DECISION_FILTERS = ['none', 'false_positive', 'accepted_risk', 'any'] as const;
+export type DecisionFilter = (typeof DECISION_FILTERS)[number];
+
+export interface SuppressionFilter {
+  /** SPEC §12.3: statistics count suppressed findings too. */
+  includeSuppressed?: boolean | undefined;
+}
 
 export interface Paging {
   page: number;

@@ -1,7 +1,8 @@
 import { targetId } from '../domain/ids.js';
 import { NEVER } from '../domain/time.js';
 import type { FindingFilters } from './params.js';
-import { slaCondition } from '../sla/sql.js';
+import { DEFAULT_SLA_POLICY, type SlaFilter, type SlaPolicy } from '../sla/policy.js';
+import { period, slaParams } from '../sla/sql.js';
 
 /**
  * SQL fragments of the finding filters and of a finding's state at an instant (SPEC §4, §5.5),
@@ -215,6 +216,22 @@ export function merge(...parts: Sql[]): Sql {
 }
 
 export const whereClause = (sql: Sql) => (sql.where.length > 0 ? `WHERE ${sql.where.join('\n  AND ')}` : '');
+
+/** SPEC §12.1: the period OPEN at T is past its deadline (breached), or not (within). */
+const breachedAt = (t: string) => `arrayExists((f, x) -> ${period.openAt(t)} AND ${period.pastDeadlineAt(t)}, found_at, fixed_at)`;
+const withinAt = (t: string) => `arrayExists((f, x) -> ${period.openAt(t)} AND NOT (${period.pastDeadlineAt(t)}), found_at, fixed_at)`;
+
+/**
+ * The `sla=` filter of findings lists (SPEC §12.1) at the reference instant `at` (ClickHouse
+ * DateTime text: atDate, or now); nothing without `sla`.
+ */
+export function slaCondition(f: { sla?: SlaFilter | undefined; slaPolicy?: SlaPolicy | undefined }, at: string): Sql {
+  if (f.sla === undefined) return { where: [], params: {} };
+  return {
+    where: [f.sla === 'breached' ? breachedAt('slaAt') : withinAt('slaAt')],
+    params: { ...slaParams(f.slaPolicy ?? DEFAULT_SLA_POLICY), slaAt: at },
+  };
+}
 
 /** All of SPEC §5.5 for findings lists. */
 export function findingConditions(f: FindingFilters, now: number): ScopedRows {

@@ -55,7 +55,7 @@ export async function answerFindingList(
   await answerCached(ctx, api.cache, request, async () => {
     const now = api.now();
     if (!base) return { pagination: emptyPage(page), findings: [] };
-    const result = await findingPage(api.store, base, filters, page, now);
+    const result = await findingPage(api.store, api.suppression, base, filters, page, now);
     const at = filters.atDate !== undefined ? { t: filters.atDate, atDate: true } : { t: now, atDate: false };
     return { pagination: result.pagination, findings: renderFindings(result.rows, { ...at, slaPolicy: api.slaPolicy }) };
   });
@@ -64,7 +64,7 @@ export async function answerFindingList(
 /** One finding at now, or 404 (SPEC §6.2), also when its target is outside the caller's scope. */
 export async function oneFinding(api: ApiContext, scope: CallerScope, id: string | undefined) {
   if (!id || !isUuid(id)) throw dbErrors.notFound();
-  const [row] = await findingsByKeys(api.store, await findingKeys(api.store, [id]), api.now());
+  const [row] = await findingsByKeys(api.store, await findingKeys(api.store, [id]), { t: api.now(), suppression: api.suppression });
   if (!row || !canSee(scope, row.teams)) throw dbErrors.notFound();
   const [finding] = renderFindings([row], { t: api.now(), atDate: false, slaPolicy: api.slaPolicy });
   return { finding };

@@ -1,7 +1,7 @@
 import type { FindingFilters, Paging } from '../filters/params.js';
 import { findingConditions, merge, whereClause, type Sql } from '../filters/sql.js';
-import { decisionSelection } from '../decisions/suppression.js';
-import { decisionsAt } from '../decisions/store.js';
+import { type Decision, decisionsAt } from '../decisions/store.js';
+import type { Suppression } from '../decisions/suppression.js';
 import type { Store } from '../storage/gateway.js';
 import type { KeyedTables } from '../storage/layout.js';
 import {
@@ -185,6 +185,7 @@ function keptTotalOf(base: FindingBase, f: FindingFilters): { sql: string; param
 /** A page of findings with their context (plans above). */
 export async function findingPage(
   store: Store,
+  suppression: Suppression,
   base: FindingBase,
   filters: FindingFilters,
   page: Paging,
@@ -193,7 +194,7 @@ export async function findingPage(
   const selected = findingConditions(filters, now);
   // SPEC §12.3: `decision=` and each finding's decision, at the list's reference instant.
   const t = filters.atDate ?? now;
-  const decision = await decisionSelection(store, filters.decision, t);
+  const decision = await suppression.selection(filters.decision, t);
   const where = merge(baseConditions(base), selected.scope, decision);
   const order = filters.sortBy ?? 'id';
   const total = keptTotalOf(base, filters);
@@ -213,7 +214,16 @@ export async function findingPage(
       : [];
     const told = total ? found[0]?.page_total : undefined;
     const counted = total ? await toldTotal(store, count, page, found.length, told) : await pageTotal(store, count, page, found.length);
-    return { rows: await withDecisionsAt(store, found.map(withContext).sort(byIdText), t), pagination: pagination(page, counted) };
+    return {
+      rows: await withDecisionsAt(
+        suppression.decisionsAt(
+          found.map((r) => r.id),
+          t,
+        ),
+        found.map(withContext).sort(byIdText),
+      ),
+      pagination: pagination(page, counted),
+    };
   }
   const params = { ...where.params, ...total?.params };
   const count: CountStatement = { sql: countSql(selected.from, whereClause(where)), params };
@@ -229,7 +239,7 @@ export async function findingPage(
   const counted = total
     ? await toldTotal(store, count, page, keys.length, keys[0]?.page_total)
     : await pageTotal(store, count, page, keys.length);
-  const rows = new Map((await findingsByKeys(store, keys, t)).map((r) => [r.id, r]));
+  const rows = new Map((await findingsByKeys(store, keys, { t, suppression })).map((r) => [r.id, r]));
   return { rows: keys.flatMap((r) => rows.get(r.id) ?? []), pagination: pagination(page, counted) };
 }
 
@@ -241,26 +251,29 @@ export interface FindingKey {
 
 /**
  * Findings with their context, each found by its primary key (target_id, id); in id order. With
- * `t`, each with its decision active at t (SPEC §12.3).
+ * `at`, each with its decision active at `at.t` (SPEC §12.3): through the service's suppression
+ * where there is one (nothing read while no decision exists), else read.
  */
-export async function findingsByKeys(store: Store, keys: FindingKey[], t?: number): Promise<FindingWithContext[]> {
+export async function findingsByKeys(
+  store: Store,
+  keys: FindingKey[],
+  at?: { t: number; suppression?: Suppression },
+): Promise<FindingWithContext[]> {
   if (keys.length === 0) return [];
   const rows = await store.query<ContextRow>(rowsByKeys(store.keyed), {
     ids: keys.map((k) => k.id),
     targetIds: [...new Set(keys.map((k) => k.target_id))],
   });
   const found = rows.map(withContext).sort(byIdText);
-  return t === undefined ? found : withDecisionsAt(store, found, t);
+  if (!at) return found;
+  const ids = found.map((r) => r.id);
+  return withDecisionsAt(at.suppression ? at.suppression.decisionsAt(ids, at.t) : decisionsAt(store, ids, at.t), found);
 }
 
-/** Sets each finding's `decision`: the one active at `t`, or null (nothing is read while there are none). */
-async function withDecisionsAt(store: Store, rows: FindingWithContext[], t: number): Promise<FindingWithContext[]> {
-  const active = await decisionsAt(
-    store,
-    rows.map((r) => r.id),
-    t,
-  );
-  for (const r of rows) r.decision = active.get(r.id) ?? null;
+/** Sets each finding's `decision`: the one active at the reference instant, or null. */
+async function withDecisionsAt(active: Promise<Map<string, Decision>>, rows: FindingWithContext[]): Promise<FindingWithContext[]> {
+  const decisions = await active;
+  for (const r of rows) r.decision = decisions.get(r.id) ?? null;
   return rows;
 }
 

@@ -18,6 +18,7 @@ import { webhookRoutes } from '../notifications/routes.js';
 import { type Resolver, systemResolver } from '../notifications/url-policy.js';
 import type { WebhookLimits } from '../config.js';
 import { decisionRoutes, type DecisionRouteDeps } from '../decisions/routes.js';
+import type { Suppression } from '../decisions/suppression.js';
 import { meRoutes } from './me.js';
 import { HEALTH_ENDPOINTS } from '../health/endpoints.js';
 import { healthRoutes } from '../health/routes.js';
@@ -44,6 +45,8 @@ export const metricsBody: ErrorRenderer = (err) => ({
 
 export interface MetricsApiDeps {
   store: Store;
+  /** Findings suppressed by triage decisions (SPEC §12.3): the service's one, shared with the database API. */
+  suppression: Suppression;
   log: Logger;
   /** Token verification keys (src/auth/keys.ts). */
   keys: TokenKeys;
@@ -76,6 +79,7 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
   const verified = authenticate(deps.keys);
   const metrics = metricRoutes({
     store: deps.store,
+    suppression: deps.suppression,
     now: deps.now ?? nowSeconds,
     authenticate: verified,
     cache: deps.cache ? new ResponseCache('metrics', { ...deps.cache, variant: slaVariant(deps.slaPolicy) }, deps.log) : undefined,
@@ -91,7 +95,11 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
     store: deps.store,
     nowMs: deps.now ? () => deps.now!() * 1000 : Date.now,
     authenticate: verified,
-    onChange: deps.onDecision,
+    // Statements leave suppressed findings out from the first decision on.
+    onChange: async (finding, decision, action) => {
+      deps.suppression.decided();
+      await deps.onDecision?.(finding, decision, action);
+    },
     locks: deps.decisionLocks,
   });
   if (deps.ui) app.use(uiRoutes(deps.ui).routes());

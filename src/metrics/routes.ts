@@ -9,6 +9,7 @@ import { mttrStats } from '../stats/mttr.js';
 import { slaStats } from '../stats/sla.js';
 import type { SlaPolicy } from '../sla/policy.js';
 import type { Store } from '../storage/gateway.js';
+import type { Suppression } from '../decisions/suppression.js';
 import { answerCached, normalisedParams, type ResponseCache } from '../cache/response-cache.js';
 import { STAT_ENDPOINTS } from '../stats/endpoints.js';
 import { routePath } from '../http/endpoint.js';
@@ -29,7 +30,7 @@ interface Metric extends MetricDeclaration {
   name: string;
   /** Response body key (SPEC §8.3). */
   key: string;
-  compute: (store: Store, f: StatFilters, now: number, slaPolicy: SlaPolicy) => Promise<unknown>;
+  compute: (store: Store, suppression: Suppression, f: StatFilters, now: number, slaPolicy: SlaPolicy) => Promise<unknown>;
   /** Whether the answer for these filters depends on "now" (shorter cache lifetime). */
   clockDependent: (f: StatFilters) => boolean;
 }
@@ -44,7 +45,7 @@ export const METRICS: readonly Metric[] = [
     path: 'stats/open',
     key: 'open_issues',
     params: COUNT_PARAMS,
-    compute: (store, f, now) => findingCounts(store, 'OPEN', f, now),
+    compute: (store, suppression, f, now) => findingCounts(store, suppression, 'OPEN', f, now),
     clockDependent: () => false,
   },
   {
@@ -53,7 +54,7 @@ export const METRICS: readonly Metric[] = [
     path: 'stats/fixed',
     key: 'fixed_issues',
     params: COUNT_PARAMS,
-    compute: (store, f, now) => findingCounts(store, 'FIXED', f, now),
+    compute: (store, suppression, f, now) => findingCounts(store, suppression, 'FIXED', f, now),
     // Rule 2 with only minDate ends the range at now.
     clockDependent: (f) => f.minDate !== undefined && f.maxDateEnd === undefined,
   },
@@ -64,7 +65,7 @@ export const METRICS: readonly Metric[] = [
     key: 'mttr',
     params: ['minDate', 'maxDate', 'minScore', 'maxScore', 'labels', 'includeSuppressed'],
     rejectAtDate: true,
-    compute: (store, f, now) => mttrStats(store, f, now),
+    compute: (store, suppression, f, now) => mttrStats(store, suppression, f, now),
     clockDependent: () => false,
   },
   {
@@ -73,7 +74,7 @@ export const METRICS: readonly Metric[] = [
     path: 'stats/exposure',
     key: 'exposure',
     params: ['atDate', 'minScore', 'maxScore', 'includeSuppressed'],
-    compute: (store, f, now) => totalExposureStats(store, f, now),
+    compute: (store, suppression, f, now) => totalExposureStats(store, suppression, f, now),
     clockDependent: noDates,
   },
   {
@@ -82,7 +83,7 @@ export const METRICS: readonly Metric[] = [
     path: 'stats/exposure/current',
     key: 'current_exposure',
     params: ['atDate', 'minScore', 'maxScore', 'labels', 'includeSuppressed'],
-    compute: (store, f, now) => currentExposureStats(store, f, now),
+    compute: (store, suppression, f, now) => currentExposureStats(store, suppression, f, now),
     clockDependent: noDates,
   },
   {
@@ -91,7 +92,7 @@ export const METRICS: readonly Metric[] = [
     path: 'stats/assets',
     key: 'assets',
     params: ['identifiers', 'labels', 'includeSuppressed'],
-    compute: (store, f, now) => assetStats(store, f, now),
+    compute: (store, suppression, f, now) => assetStats(store, suppression, f, now),
     clockDependent: () => false,
   },
   {
@@ -100,7 +101,7 @@ export const METRICS: readonly Metric[] = [
     path: 'stats/sla',
     key: 'sla',
     params: COUNT_PARAMS,
-    compute: (store, f, now, slaPolicy) => slaStats(store, f, now, slaPolicy),
+    compute: (store, suppression, f, now, slaPolicy) => slaStats(store, suppression, f, now, slaPolicy),
     // Open and breached findings are counted at now unless atDate.
     clockDependent: (f) => f.atDate === undefined,
   },
@@ -108,6 +109,7 @@ export const METRICS: readonly Metric[] = [
 
 export interface MetricRouteDeps {
   store: Store;
+  suppression: Suppression;
   now: () => number;
   authenticate: Middleware;
   cache: ResponseCache | undefined;
@@ -120,7 +122,7 @@ export function metricRoutes(deps: MetricRouteDeps): Router {
 
   // `teams`: the teams whose targets alone the answer reads (undefined: all targets).
   const answer = async (ctx: Context, metric: Metric, scope: string, filters: StatFilters, teams: readonly string[] | undefined) => {
-    const compute = async () => ({ [metric.key]: await metric.compute(deps.store, filters, deps.now(), deps.slaPolicy) });
+    const compute = async () => ({ [metric.key]: await metric.compute(deps.store, deps.suppression, filters, deps.now(), deps.slaPolicy) });
     const request = {
       endpoint: metric.name,
       scope,

@@ -64,7 +64,7 @@ export async function dispatch(
   for (const part of chunks(events)) {
     const keys = [...new Map(part.map((e) => [e.findingId, { id: e.findingId, target_id: e.targetId }])).values()];
     // With the decision active now and sla_due: the finding object of GET /findings/{id} (SPEC §6.1).
-    const rows = new Map((await findingsByKeys(deps.store, keys, now)).map((r) => [r.id, r]));
+    const rows = new Map((await findingsByKeys(deps.store, keys, { t: now })).map((r) => [r.id, r]));
     const jobs: { name: string; data: DeliveryJob; opts: ReturnType<typeof deliveryJobOptions> }[] = [];
     for (const event of part) {
       const row = rows.get(event.findingId);

@@ -72,6 +72,7 @@ export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppa
   const tokens = await verificationKeys(s, metricsLog);
   const dbApi = createDbApi({
     store,
+    suppression: s.suppression,
     queue,
     log: log.child({ api: 'database' }),
     maxReportBytes: config.maxReportBytes,
@@ -88,11 +89,20 @@ export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppa
     slaPolicy: config.slaPolicy,
   });
   // Decisions change statistics and lists: cached answers are refreshed, events emitted (SPEC §12.3).
-  const decisions = startDecisionEffects({ store, redis, names, dataVersion: s.dataVersion, now: opts.now ?? nowSeconds, log: metricsLog });
+  const decisions = startDecisionEffects({
+    store,
+    suppression: s.suppression,
+    redis,
+    names,
+    dataVersion: s.dataVersion,
+    now: opts.now ?? nowSeconds,
+    log: metricsLog,
+  });
   // The page learns the database API's port once it listens (0 in tests: any free port).
   let dbApiPort: number | undefined;
   const metricsApi = createMetricsApi({
     store,
+    suppression: s.suppression,
     log: metricsLog,
     keys: tokens,
     cache: { redis, names },

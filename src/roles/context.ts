@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { DataVersion } from '../cache/data-version.js';
+import type { Suppression } from '../decisions/suppression.js';
 import type { Config } from '../config.js';
 import type { BatcherOptions } from '../ingest/batcher.js';
 import type { TotalsRewriter } from '../ingest/totals.js';
@@ -40,6 +41,8 @@ export interface RoleContext {
   locks: Locks;
   totals: TotalsRewriter;
   dataVersion: DataVersion;
+  /** Findings suppressed by triage decisions (SPEC §12.3): what the process knows of decisions. */
+  suppression: Suppression;
   /** Closed by a snapshot (src/backup): each batch passes it whole. */
   gate: CommitGate;
 }

@@ -1,5 +1,4 @@
-import type { Sql } from '../filters/sql.js';
-import { DEFAULT_SLA_POLICY, type SlaFilter, slaSeconds, type SlaPolicy } from './policy.js';
+import { slaSeconds, type SlaPolicy } from './policy.js';
 
 /**
  * SQL fragments of SPEC §12.1 over the columns of `findings` (and its team copy): the period
@@ -47,19 +46,3 @@ export const period = {
   /** A closed period ended by its deadline; never without an SLA. */
   fixedWithin: `${allowed} > 0 AND toInt64(x) <= toInt64(f) + ${allowed}`,
 };
-
-/** SPEC §12.1: the period OPEN at T is past its deadline (breached), or not (within). */
-const breachedAt = (t: string) => `arrayExists((f, x) -> ${period.openAt(t)} AND ${period.pastDeadlineAt(t)}, found_at, fixed_at)`;
-const withinAt = (t: string) => `arrayExists((f, x) -> ${period.openAt(t)} AND NOT (${period.pastDeadlineAt(t)}), found_at, fixed_at)`;
-
-/**
- * The `sla=` filter of findings lists (SPEC §12.1) at the reference instant `at` (ClickHouse
- * DateTime text: atDate, or now); nothing without `sla`.
- */
-export function slaCondition(f: { sla?: SlaFilter | undefined; slaPolicy?: SlaPolicy | undefined }, at: string): Sql {
-  if (f.sla === undefined) return { where: [], params: {} };
-  return {
-    where: [f.sla === 'breached' ? breachedAt('slaAt') : withinAt('slaAt')],
-    params: { ...slaParams(f.slaPolicy ?? DEFAULT_SLA_POLICY), slaAt: at },
-  };
-}

@@ -1,5 +1,5 @@
-import { shareAtNow, type SuppressedRows, signed, signedRows, withSuppressedRows } from '../decisions/suppression.js';
-import { clampAt, findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, type Sql, whereClause } from '../filters/sql.js';
+import type { Suppression } from '../decisions/suppression.js';
+import { findingsIn, labelsAndScores, merge, sqlAt, sqlTime, state, type Sql, whereClause } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import type { StatFilters } from './filters.js';
 import { round2 } from './numbers.js';
@@ -7,8 +7,8 @@ import type { PercentilesBody } from './schema.js';
 
 /**
  * Exposure percentiles (SPEC §7.5, §7.6, §7.8). Exposures are whole hours, so the findings in scope
- * have a few thousand distinct values at most: the engine counts the findings per value (less the
- * findings suppressed at T, subtracted in the same statement, §12.3) and the percentiles are
+ * have a few thousand distinct values at most: the engine counts the findings per value (leaving
+ * out those suppressed at T, §12.3) and the percentiles are
  * interpolated from those counts, with h = p × (n − 1) as §7.8 defines (quantilesExactInclusive's
  * rule). Counting per value costs the engine less than collecting every value to rank it.
  */
@@ -45,62 +45,44 @@ export function percentilesOfCounts(histogram: readonly (readonly [number, numbe
   };
 }
 
-/**
- * The percentiles of `valueSql` over the findings in scope meeting `conditions`, less the suppressed
- * ones: in the statement, or where their values are at hand (`less`, counts per value) after it.
- */
+/** The percentiles of `valueSql` over the findings in scope meeting `conditions` and not suppressed at `t`. */
 async function percentilesOf(
   store: Store,
+  suppression: Suppression,
   valueSql: string,
   f: StatFilters,
   conditions: Sql,
-  suppressed: SuppressedRows | undefined,
-  less?: Map<number, number>,
+  t: number,
 ): Promise<PercentilesBody> {
-  const rows = signedRows(findingsIn(f), VALUE_COLUMNS, less ? undefined : suppressed);
-  const sql = merge(rows.scope, labelsAndScores(f), conditions);
+  const { from, scope } = findingsIn(f);
+  const kept = await suppression.notSuppressedAt(f, t);
+  const sql = merge(scope, labelsAndScores(f), conditions, ...(kept ? [kept] : []));
   const [row] = await store.query<{ h: [number, number][] }>(
     `SELECT arraySort(groupArray((v, c))) AS h
-     FROM (SELECT ${valueSql} AS v, ${signed.count(rows)} AS c FROM ${rows.from} ${whereClause(sql)} GROUP BY v)
-     WHERE c > 0`,
+     FROM (SELECT ${valueSql} AS v, count() AS c FROM ${from} ${whereClause(sql)} GROUP BY v)`,
     sql.params,
-    suppressed?.options,
   );
-  const histogram = row?.h ?? [];
-  if (!less) return percentilesOfCounts(histogram);
-  // Every value of the share: one the statement did not count would show (a negative count), not vanish.
-  const counts = new Map(histogram);
-  for (const [v, c] of less) counts.set(v, (counts.get(v) ?? 0) - c);
-  return percentilesOfCounts([...counts].filter(([, c]) => c !== 0).sort(([a], [b]) => a - b));
+  return percentilesOfCounts(row?.h ?? []);
 }
 
-/** The columns the exposures at an instant and their conditions read (src/filters/sql.ts `state`). */
-const VALUE_COLUMNS = ['status', 'found_at', 'fixed_at', 'last_found_at', 'closed_exposure', 'score', 'issue_id'];
-
 /** §7.5: total_exposure(T) of every finding in scope that exists at T (T = now or atDate). */
-export function totalExposureStats(store: Store, f: StatFilters, now: number): Promise<PercentilesBody> {
+export function totalExposureStats(store: Store, suppression: Suppression, f: StatFilters, now: number): Promise<PercentilesBody> {
   const at = f.atDate;
   const conditions: Sql =
     at !== undefined
       ? { where: [state.existsAt('at')], params: { at: sqlAt(at) } }
       : { where: [state.existsAt('now')], params: { now: sqlTime(now) } };
   const value = at !== undefined ? state.totalExposureAt('at') : state.totalExposureNow('now');
-  return withSuppressedRows(store, f, at ?? now, (suppressed) => {
-    const share = at === undefined ? shareAtNow(suppressed, now) : suppressed?.share;
-    return percentilesOf(store, value, f, conditions, suppressed, share?.totalExposuresAt(at === undefined ? now : clampAt(at)));
-  });
+  return percentilesOf(store, suppression, value, f, conditions, at ?? now);
 }
 
 /** §7.6: current_exposure(T) of every finding in scope that is OPEN at T. */
-export function currentExposureStats(store: Store, f: StatFilters, now: number): Promise<PercentilesBody> {
+export function currentExposureStats(store: Store, suppression: Suppression, f: StatFilters, now: number): Promise<PercentilesBody> {
   const at = f.atDate;
   const conditions: Sql =
     at !== undefined
       ? { where: [state.openAt('at')], params: { at: sqlAt(at) } }
       : { where: ["status = 'OPEN'"], params: { now: sqlTime(now) } };
   const value = at !== undefined ? state.currentExposureAt('at') : state.currentExposureNow('now');
-  return withSuppressedRows(store, f, at ?? now, (suppressed) => {
-    const share = at === undefined ? shareAtNow(suppressed, now) : suppressed?.share;
-    return percentilesOf(store, value, f, conditions, suppressed, share?.currentExposuresAt(at === undefined ? now : clampAt(at)));
-  });
+  return percentilesOf(store, suppression, value, f, conditions, at ?? now);
 }

@@ -1,4 +1,4 @@
-import type { SuppressionFilter } from '../decisions/suppression.js';
+import type { SuppressionFilter } from '../filters/params.js';
 import type { Scope, TimeFilter } from '../filters/sql.js';
 
 /**

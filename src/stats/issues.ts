@@ -1,10 +1,10 @@
-import { referenceInstant, signed, type SuppressedRows, signedRows, withSuppressedRows } from '../decisions/suppression.js';
+import { referenceInstant, type Suppression } from '../decisions/suppression.js';
 import type { Paging } from '../filters/params.js';
-import { findingsIn, labelsAndScores, merge, sqlTime, whereClause } from '../filters/sql.js';
+import { findingsIn, labelsAndScores, merge, type Sql, sqlTime, whereClause } from '../filters/sql.js';
 import { NEVER, nowSeconds } from '../domain/time.js';
 import { issuesByIds } from '../issues/queries.js';
 import type { Store } from '../storage/gateway.js';
-import { byId, PAGE_LIMIT, type PageOf, pageCanHoldRows, pageParams, pagination, readPage, toldTotal } from '../storage/paged.js';
+import { byId, PAGE_LIMIT, type PageOf, pageCanHoldRows, pageParams, pagination, toldTotal } from '../storage/paged.js';
 import type { StatFilters } from './filters.js';
 import type { IssueStatBody } from './schema.js';
 
@@ -15,12 +15,16 @@ import type { IssueStatBody } from './schema.js';
  * count only their targets' findings. Findings suppressed at the reference instant (SPEC §12.3) do
  * not count unless includeSuppressed.
  */
-export async function issueStats(store: Store, f: StatFilters, page: Paging, now = nowSeconds()): Promise<PageOf<IssueStatBody>> {
-  const filtered = [f.minScore, f.maxScore, f.minDate, f.maxDateEnd, f.team, f.teams].some((v) => v !== undefined);
-  const t = referenceInstant(f, now);
-  return withSuppressedRows(store, f, t, (suppressed) =>
-    filtered ? filteredIssueStats(store, f, page, suppressed) : currentIssueStats(store, page, suppressed),
-  );
+export async function issueStats(
+  store: Store,
+  suppression: Suppression,
+  f: StatFilters,
+  page: Paging,
+  now = nowSeconds(),
+): Promise<PageOf<IssueStatBody>> {
+  const kept = await suppression.notSuppressedAt(f, referenceInstant(f, now));
+  const filtered = [f.minScore, f.maxScore, f.minDate, f.maxDateEnd, f.team, f.teams, kept].some((v) => v !== undefined);
+  return filtered ? filteredIssueStats(store, f, page, kept) : currentIssueStats(store, page);
 }
 
 interface IssueCounts {
@@ -30,53 +34,25 @@ interface IssueCounts {
 }
 
 /**
- * Without filters every finding not suppressed counts: the page and its total come from the
- * per-issue counters (migration 0011, one row per issue) in one statement, less the suppressed
- * findings (the counters know nothing of decisions), then the page's issues are looked up by id.
- * With a share of them at hand (src/decisions/suppressed-shares.ts) the statement leaves out the
- * issues they leave without a counted finding and the page's counts are taken after it; else the
- * statement subtracts their rows.
+ * Without filters, while no finding can be suppressed, every finding counts: the page and its total
+ * come from the per-issue counters (migration 0011, one row per issue) in one statement, then the
+ * page's issues are looked up by id.
  */
-function perIssue(suppressed: SuppressedRows | undefined): { counts: string; params: Record<string, unknown> } {
-  const share = suppressed?.share?.issues;
-  if (share) {
-    return {
-      counts: `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n
-               FROM issue_finding_counts WHERE issue_id NOT IN {supGone:Array(UUID)}
-               GROUP BY issue_id HAVING open_n + fixed_n > 0)`,
-      params: { supGone: share.gone },
-    };
-  }
-  const minus = suppressed
-    ? `UNION ALL
-       SELECT issue_id, -toInt64(status = 'OPEN') AS open, -toInt64(status = 'FIXED') AS fixed
-       FROM ${suppressed.from} ${whereClause(suppressed.scope)}`
-    : '';
-  return {
-    counts: `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n
-             FROM (SELECT issue_id, open, fixed FROM issue_finding_counts ${minus})
-             GROUP BY issue_id HAVING open_n + fixed_n > 0)`,
-    params: { ...suppressed?.scope.params },
-  };
-}
-
-async function currentIssueStats(store: Store, page: Paging, suppressed: SuppressedRows | undefined): Promise<PageOf<IssueStatBody>> {
-  const { counts, params } = perIssue(suppressed);
-  const less = suppressed?.share?.issues?.less;
-  const options = suppressed?.options;
+async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<IssueStatBody>> {
+  const counts = `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n
+                  FROM issue_finding_counts GROUP BY issue_id HAVING open_n + fixed_n > 0)`;
   const counted = pageCanHoldRows(page)
     ? await store.query<IssueCounts & { page_total: number }>(
         `SELECT issue_id AS id, open_n AS open, fixed_n AS fixed, count() OVER () AS page_total
          FROM ${counts}
          ORDER BY ${byId('issue_id')}
          ${PAGE_LIMIT}`,
-        { ...pageParams(page), ...params },
-        options,
+        pageParams(page),
       )
     : [];
   const total = await toldTotal(
     store,
-    { sql: `SELECT count() AS n FROM ${counts}`, params, options },
+    { sql: `SELECT count() AS n FROM ${counts}`, params: {} },
     page,
     counted.length,
     counted[0]?.page_total,
@@ -88,19 +64,13 @@ async function currentIssueStats(store: Store, page: Paging, suppressed: Suppres
   // Claims are written before findings (src/ingest), so every counted issue is stored.
   const rows = counted.flatMap((c) => {
     const issue = issues.get(c.id);
-    const taken = less?.get(c.id);
-    return issue ? [{ ...issue, open: Number(c.open) - (taken?.open ?? 0), fixed: Number(c.fixed) - (taken?.fixed ?? 0) }] : [];
+    return issue ? [{ ...issue, open: Number(c.open), fixed: Number(c.fixed) }] : [];
   });
   return { rows, pagination: pagination(page, total) };
 }
 
-/** With scores, dates or teams, the counted findings' latest versions are grouped by issue, less the suppressed ones. */
-function filteredIssueStats(
-  store: Store,
-  f: StatFilters,
-  page: Paging,
-  suppressed: SuppressedRows | undefined,
-): Promise<PageOf<IssueStatBody>> {
+/** With scores, dates, teams or suppressed findings, the counted findings' latest versions are grouped by issue. */
+async function filteredIssueStats(store: Store, f: StatFilters, page: Paging, kept: Sql | undefined): Promise<PageOf<IssueStatBody>> {
   let conditions = labelsAndScores({ minScore: f.minScore, maxScore: f.maxScore });
   if (f.minDate !== undefined || f.maxDateEnd !== undefined) {
     conditions = merge(conditions, {
@@ -110,23 +80,23 @@ function filteredIssueStats(
       params: { eventFrom: sqlTime(f.minDate ?? 0), eventTo: sqlTime(f.maxDateEnd ?? NEVER) },
     });
   }
-  const rows = signedRows(findingsIn({ team: f.team, teams: f.teams }), ['id', 'issue_id', 'status', 'score'], suppressed);
-  const sql = merge(rows.scope, conditions);
-  const perIssue = `SELECT issue_id, ${signed.countIf(rows, "status = 'OPEN'")} AS open, ${signed.countIf(rows, "status = 'FIXED'")} AS fixed
-                    FROM ${rows.from} ${whereClause(sql)} GROUP BY issue_id
-                    ${rows.sign === '1' ? '' : 'HAVING open + fixed > 0'}`;
+  const { from, scope } = findingsIn({ team: f.team, teams: f.teams });
+  const sql = merge(scope, conditions, ...(kept ? [kept] : []));
+  const perIssue = `SELECT issue_id, countIf(status = 'OPEN') AS open, countIf(status = 'FIXED') AS fixed
+                    FROM ${from} ${whereClause(sql)} GROUP BY issue_id`;
   const counted = `issues_current AS i INNER JOIN (${perIssue}) AS c ON c.issue_id = i.id`;
-  return readPage<IssueStatBody>(
-    store,
-    {
-      page: `SELECT i.id AS id, summary, cwe_id, description, recommendations, reference_links, labels, open, fixed
-             FROM ${counted}
-             ORDER BY ${byId('i.id')}
-             ${PAGE_LIMIT}`,
-      count: `SELECT count() AS n FROM ${counted}`,
-    },
-    sql.params,
-    page,
-    suppressed?.options,
-  );
+  // The page tells the total (a window over every counted issue): one statement where the page has rows.
+  const rows = pageCanHoldRows(page)
+    ? await store.query<IssueStatBody & { page_total: number }>(
+        `SELECT i.id AS id, summary, cwe_id, description, recommendations, reference_links, labels, open, fixed,
+                count() OVER () AS page_total
+         FROM ${counted}
+         ORDER BY ${byId('i.id')}
+         ${PAGE_LIMIT}`,
+        { ...sql.params, ...pageParams(page) },
+      )
+    : [];
+  const count = { sql: `SELECT count() AS n FROM ${counted}`, params: sql.params };
+  const total = await toldTotal(store, count, page, rows.length, rows[0]?.page_total);
+  return { rows: rows.map(({ page_total: _total, ...row }) => row), pagination: pagination(page, total) };
 }

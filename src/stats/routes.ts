@@ -30,11 +30,11 @@ export function statsRoutes(api: ApiContext): Router {
   const router = new Router();
 
   router.get(routePath(E.open), async (ctx) => {
-    ctx.body = { open_issues: await findingCounts(api.store, 'OPEN', statFilters(E.open.params, ctx), api.now()) };
+    ctx.body = { open_issues: await findingCounts(api.store, api.suppression, 'OPEN', statFilters(E.open.params, ctx), api.now()) };
   });
 
   router.get(routePath(E.fixed), async (ctx) => {
-    ctx.body = { fixed_issues: await findingCounts(api.store, 'FIXED', statFilters(E.fixed.params, ctx), api.now()) };
+    ctx.body = { fixed_issues: await findingCounts(api.store, api.suppression, 'FIXED', statFilters(E.fixed.params, ctx), api.now()) };
   });
 
   router.get(routePath(E.issues), async (ctx) => {
@@ -42,13 +42,13 @@ export function statsRoutes(api: ApiContext): Router {
     checkDates(q);
     // No team filters here: a scoped caller's teams come in as `team`/`teams`.
     const { atDate: _ignored, ...filters } = withinScope(scopeOf(ctx), toFilters(q));
-    const result = await issueStats(api.store, filters, paging(q, api), api.now());
+    const result = await issueStats(api.store, api.suppression, filters, paging(q, api), api.now());
     ctx.body = { pagination: result.pagination, issues: result.rows };
   });
 
   router.get(routePath(E.mttr), async (ctx) => {
     const { atDate: _ignored, ...filters } = statFilters(E.mttr.params, ctx);
-    ctx.body = { mttr: await mttrStats(api.store, filters, api.now()) };
+    ctx.body = { mttr: await mttrStats(api.store, api.suppression, filters, api.now()) };
   });
 
   router.get(routePath(E.size), async (ctx) => {
@@ -57,21 +57,21 @@ export function statsRoutes(api: ApiContext): Router {
   });
 
   router.get(routePath(E.assets), async (ctx) => {
-    ctx.body = { assets: await assetStats(api.store, statFilters(E.assets.params, ctx), api.now()) };
+    ctx.body = { assets: await assetStats(api.store, api.suppression, statFilters(E.assets.params, ctx), api.now()) };
   });
 
   router.get(routePath(E.exposure), async (ctx) => {
     const f = statFilters(E.exposure.params, ctx);
-    ctx.body = { exposure: await totalExposureStats(api.store, f, api.now()) };
+    ctx.body = { exposure: await totalExposureStats(api.store, api.suppression, f, api.now()) };
   });
 
   router.get(routePath(E.currentExposure), async (ctx) => {
     const f = statFilters(E.currentExposure.params, ctx);
-    ctx.body = { current_exposure: await currentExposureStats(api.store, f, api.now()) };
+    ctx.body = { current_exposure: await currentExposureStats(api.store, api.suppression, f, api.now()) };
   });
 
   router.get(routePath(E.sla), async (ctx) => {
-    ctx.body = { sla: await slaStats(api.store, statFilters(E.sla.params, ctx), api.now(), api.slaPolicy) };
+    ctx.body = { sla: await slaStats(api.store, api.suppression, statFilters(E.sla.params, ctx), api.now(), api.slaPolicy) };
   });
 
   return router;

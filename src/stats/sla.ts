@@ -1,8 +1,7 @@
-import { referenceInstant, shareAtNow, signed, signedRows, withSuppressedRows } from '../decisions/suppression.js';
-import type { SlaShare } from '../decisions/suppressed-shares.js';
+import { referenceInstant, type Suppression } from '../decisions/suppression.js';
 import { NEVER } from '../domain/time.js';
 import { SEVERITIES, type BySeverity, type Severity } from '../domain/severity.js';
-import { clampAt, clampTime, findingsIn, labelsAndScores, merge, type Sql, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
+import { findingsIn, labelsAndScores, merge, type Sql, sqlAt, sqlTime, whereClause } from '../filters/sql.js';
 import type { SlaPolicy } from '../sla/policy.js';
 import { boundOf, period, slaBoundsAt, slaParams } from '../sla/sql.js';
 import type { Store } from '../storage/gateway.js';
@@ -12,8 +11,8 @@ import type { StatFilters } from './filters.js';
  * SPEC §12.2: findings in scope OPEN and breached at T (now or atDate), and the closed periods
  * fixed — in [L, U) with a range, else before T — and of those the ones fixed within their SLA,
  * by severity of the current score. One pass of the engine over the scope's period arrays. Findings
- * suppressed by a triage decision at the reference instant (T, or a range's end) are subtracted in
- * the same statement unless includeSuppressed (§12.3).
+ * suppressed by a triage decision are left out unless includeSuppressed (§12.3): from open and
+ * breached those suppressed at T, from fixed and fixed_within those suppressed at the range's end.
  */
 
 type Totalled<T> = BySeverity<T> & { total: T };
@@ -38,10 +37,10 @@ interface Row {
 /** Rounded half away from zero at the fourth decimal (ratios are never negative). */
 const round4 = (x: number) => Math.round(x * 10_000 + 1e-9) / 10_000;
 
-export async function slaStats(store: Store, f: StatFilters, now: number, policy: SlaPolicy): Promise<SlaStats> {
+export async function slaStats(store: Store, suppression: Suppression, f: StatFilters, now: number, policy: SlaPolicy): Promise<SlaStats> {
   const ranged = f.minDate !== undefined || f.maxDateEnd !== undefined;
   if (f.atDate === undefined && !ranged) {
-    const found = await slaNow(store, f, now, policy);
+    const found = await slaNow(store, suppression, f, now, policy);
     if (found) return summarise(found, policy);
   }
   const fixedWhen = ranged ? `x >= {slaFixedFrom:DateTime('UTC')} AND x < {slaFixedTo:DateTime('UTC')}` : `x < {slaAt:DateTime('UTC')}`;
@@ -53,32 +52,46 @@ export async function slaStats(store: Store, f: StatFilters, now: number, policy
       ...(ranged ? { slaFixedFrom: sqlTime(f.minDate ?? 0), slaFixedTo: sqlTime(f.maxDateEnd ?? NEVER) } : {}),
     },
   };
-  // One row per period. Periods never overlap, so a finding has at most one OPEN at T: the open
-  // periods count findings.
-  const at = clampAt(f.atDate ?? now);
-  const from = clampTime(f.minDate ?? 0);
-  const to = clampTime(f.maxDateEnd ?? NEVER);
-  const found = await withSuppressedRows(store, f, referenceInstant(f, now), async (suppressed) => {
-    const share = suppressed?.share;
-    const rows = signedRows(findingsIn(f), ['severity', 'found_at', 'fixed_at', 'score', 'issue_id'], share ? undefined : suppressed);
-    const sql = merge(rows.scope, labelsAndScores(f), bound);
-    const open = period.openAt('slaAt');
-    const found = await store.query<Row>(
-      `SELECT severity,
-              ${signed.countIf(rows, open)} AS open,
-              ${signed.countIf(rows, `${open} AND ${period.pastDeadlineAt('slaAt')}`)} AS breached,
-              ${signed.countIf(rows, fixedWhen)} AS fixed,
-              ${signed.countIf(rows, `${fixedWhen} AND ${period.fixedWithin}`)} AS fixed_within
-       FROM (SELECT severity, found_at, fixed_at${rows.sign === '1' ? '' : ', sign'} FROM ${rows.from} ${whereClause(sql)})
-       ARRAY JOIN found_at AS f, fixed_at AS x
-       GROUP BY severity`,
-      sql.params,
-      suppressed?.options,
-    );
-    const fixedThen = ranged ? (x: number) => x >= from && x < to : (x: number) => x < at;
-    return share ? lessShare(found, (severity) => share.slaAt(severity, at, fixedThen, policy)) : found;
+  // SPEC §12.3: open and breached leave out the findings suppressed at T, fixed and fixed_within
+  // those suppressed at the range's end E: one statement where both are the same instant.
+  const T = f.atDate ?? now;
+  const E = referenceInstant(f, now);
+  const atT = await slaPeriods(store, f, bound, fixedWhen, await suppression.notSuppressedAt(f, T));
+  if (E === T) return summarise(atT, policy);
+  const atE = await slaPeriods(store, f, bound, fixedWhen, await suppression.notSuppressedAt(f, E));
+  const fixedOf = (severity: Severity) => atE.find((r) => r.severity === severity);
+  const rows = SEVERITIES.map((severity) => {
+    const r = atT.find((x) => x.severity === severity);
+    return {
+      severity,
+      open: r?.open ?? 0,
+      breached: r?.breached ?? 0,
+      fixed: fixedOf(severity)?.fixed ?? 0,
+      fixed_within: fixedOf(severity)?.fixed_within ?? 0,
+    };
   });
-  return summarise(found, policy);
+  return summarise(rows, policy);
+}
+
+/**
+ * The counts of SPEC §12.2 over the scope's periods, of the findings `kept`: one row per period.
+ * Periods never overlap, so a finding has at most one OPEN at T: the open periods count findings.
+ */
+async function slaPeriods(store: Store, f: StatFilters, bound: Sql, fixedWhen: string, kept: Sql | undefined): Promise<Row[]> {
+  const { from, scope } = findingsIn(f);
+  const sql = merge(scope, labelsAndScores(f), bound, ...(kept ? [kept] : []));
+  const open = period.openAt('slaAt');
+  return store.query<Row>(
+    `SELECT severity,
+            countIf(${open}) AS open,
+            countIf(${open} AND ${period.pastDeadlineAt('slaAt')}) AS breached,
+            countIf(${fixedWhen}) AS fixed,
+            countIf(${fixedWhen} AND ${period.fixedWithin}) AS fixed_within
+     FROM (SELECT severity, found_at, fixed_at FROM ${from} ${whereClause(sql)})
+     ARRAY JOIN found_at AS f, fixed_at AS x
+     GROUP BY severity`,
+    sql.params,
+  );
 }
 
 /**
@@ -87,65 +100,33 @@ export async function slaStats(store: Store, f: StatFilters, now: number, policy
  * gathers the OPEN findings' last starts and the closed durations, then counts those at most the
  * severity's bound (src/sla/sql.ts `slaBoundsAt`), once per severity rather than per row. Exact
  * while every instant of the findings in scope is before now; undefined when one is not (a report
- * from the future of now), for which only the periods tell. Suppressed findings (signed rows) are
- * gathered apart and their counts subtracted; a share held by the process is taken after it.
+ * from the future of now), for which only the periods tell.
  */
-async function slaNow(store: Store, f: StatFilters, now: number, policy: SlaPolicy): Promise<Row[] | undefined> {
-  const found = await withSuppressedRows(store, f, now, async (suppressed) => {
-    const share = shareAtNow(suppressed, now);
-    const rows = signedRows(
-      findingsIn(f),
-      ['severity', 'status', 'last_found_at', 'latest_at', 'fix_seconds', 'score', 'issue_id'],
-      share ? undefined : suppressed,
-    );
-    const sql = merge(rows.scope, labelsAndScores(f), { where: [], params: { ...slaBoundsAt(policy, now), slaAt: sqlAt(now) } });
-    const plain = rows.sign === '1';
-    /** The OPEN findings' last starts and the closed durations of the rows meeting `condition`, named with `suffix`. */
-    const gathered = (suffix: string, condition?: string) =>
-      `groupArrayIf(last_found_at, status = 'OPEN'${condition ? ` AND ${condition}` : ''}) AS opened${suffix},
-       ${condition ? `groupArrayArrayIf(fix_seconds, ${condition})` : 'groupArrayArray(fix_seconds)'} AS durations${suffix}`;
-    const counted = (count: (suffix: string) => string) => (plain ? count('') : `${count('_in')} - ${count('_out')}`);
-    const found = await store.query<Row & { ahead: number }>(
-      `SELECT severity,
-              ${counted((x) => `length(opened${x})`)} AS open,
-              ${counted((x) => `arrayCount(t -> toInt64(t) <= ${boundOf('slaBreachedUpTo')}, opened${x})`)} AS breached,
-              ${counted((x) => `length(durations${x})`)} AS fixed,
-              ${counted((x) => `arrayCount(d -> d <= ${boundOf('slaWithinUpTo')}, durations${x})`)} AS fixed_within,
-              latest >= {slaAt:DateTime('UTC')} AS ahead
-       FROM (SELECT severity, ${plain ? gathered('') : `${gathered('_in', 'sign > 0')}, ${gathered('_out', 'sign < 0')}`}, max(latest_at) AS latest
-             FROM ${rows.from} ${whereClause(sql)}
-             GROUP BY severity)`,
-      sql.params,
-      suppressed?.options,
-    );
-    if (found.some((r) => Number(r.ahead) !== 0)) return undefined;
-    return share ? lessShare(found, (severity) => share.slaNow(severity, clampAt(now), policy)) : found;
-  });
-  return found;
-}
-
-/**
- * A statement's counts less a share's (src/decisions/suppressed-shares.ts), for every severity: a
- * share counting findings the statement did not would show, not vanish.
- */
-function lessShare(found: Row[], shareOf: (severity: Severity) => SlaShare): Row[] {
-  return SEVERITIES.map((severity) => {
-    const r = found.find((x) => x.severity === severity);
-    const less = shareOf(severity);
-    return {
-      severity,
-      open: Number(r?.open ?? 0) - less.open,
-      breached: Number(r?.breached ?? 0) - less.breached,
-      fixed: Number(r?.fixed ?? 0) - less.fixed,
-      fixed_within: Number(r?.fixed_within ?? 0) - less.fixed_within,
-    };
-  });
+async function slaNow(store: Store, suppression: Suppression, f: StatFilters, now: number, policy: SlaPolicy): Promise<Row[] | undefined> {
+  const { from, scope } = findingsIn(f);
+  const kept = await suppression.notSuppressedAt(f, now);
+  const bounds = { where: [], params: { ...slaBoundsAt(policy, now), slaAt: sqlAt(now) } };
+  const sql = merge(scope, labelsAndScores(f), bounds, ...(kept ? [kept] : []));
+  const found = await store.query<Row & { ahead: number }>(
+    `SELECT severity,
+            length(opened) AS open,
+            arrayCount(t -> toInt64(t) <= ${boundOf('slaBreachedUpTo')}, opened) AS breached,
+            length(durations) AS fixed,
+            arrayCount(d -> d <= ${boundOf('slaWithinUpTo')}, durations) AS fixed_within,
+            latest >= {slaAt:DateTime('UTC')} AS ahead
+     FROM (SELECT severity, groupArrayIf(last_found_at, status = 'OPEN') AS opened, groupArrayArray(fix_seconds) AS durations,
+                  max(latest_at) AS latest
+           FROM ${from} ${whereClause(sql)}
+           GROUP BY severity)`,
+    sql.params,
+  );
+  return found.some((r) => Number(r.ahead) !== 0) ? undefined : found;
 }
 
 /** Totals and ratios of SPEC §12.2: fixed_within and compliance cover the severities with an SLA. */
 function summarise(rows: Row[], policy: SlaPolicy): SlaStats {
   const withSla = SEVERITIES.filter((s) => policy[s] !== null);
-  const of = (s: Severity, key: Exclude<keyof Row, 'severity'>) => rows.find((r) => r.severity === s)?.[key] ?? 0;
+  const of = (s: Severity, key: Exclude<keyof Row, 'severity'>) => Number(rows.find((r) => r.severity === s)?.[key] ?? 0);
   const sum = (severities: readonly Severity[], key: Exclude<keyof Row, 'severity'>) => severities.reduce((n, s) => n + of(s, key), 0);
   const ratio = (within: number, fixed: number) => (fixed > 0 ? round4(within / fixed) : null);
   const bySeverity = <T>(value: (s: Severity) => T) => Object.fromEntries(SEVERITIES.map((s) => [s, value(s)])) as BySeverity<T>;

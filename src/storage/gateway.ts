@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import { TimeSlices } from '../time-slices.js';
 import { openEmbeddedClient, openServerClient } from './clients.js';
 import { type KeyedTables, keyedTables } from './layout.js';
-import { DataChanged, guard, StoreError } from './store-errors.js';
+import { guard, StoreError } from './store-errors.js';
 import { type Exec, timeLimits } from './time-limits.js';
 
 /**
@@ -29,18 +29,15 @@ export interface StatementOptions {
    * a longer one, or 0 for none (migrations, OPTIMIZE and other maintenance).
    */
   timeoutMs?: number;
-  /**
-   * Embedded mode: run only if no statement that may change data started since `changes()` read
-   * this count, else reject with DataChanged (nothing runs). For statements whose text depends on
-   * what the process derived from that state of the data (src/decisions/suppressed-rows.ts).
-   */
-  unchangedSince?: number;
-  /** A command or insert that changes no data other statements read (the process's own scratch tables). */
-  scratch?: boolean;
 }
 
 export interface Store {
   readonly mode: 'embedded' | 'server';
+  /**
+   * Whether this process is the only one writing the data (the embedded engine's data folder): what
+   * it learns of the store stays true until it writes. A server's data other processes change too.
+   */
+  readonly exclusive: boolean;
   readonly database: string;
   /** CLICKHOUSE_CLUSTER (server mode): migrations run ON CLUSTER with replicated engines (src/storage/cluster.ts). */
   readonly cluster?: string;
@@ -56,13 +53,6 @@ export interface Store {
   queryFields(sql: string, params?: QueryParams): Promise<string[][]>;
   command(sql: string, params?: QueryParams, opts?: StatementOptions): Promise<void>;
   insert(table: string, rows: readonly object[], opts?: StatementOptions): Promise<void>;
-  /**
-   * Embedded mode: how many statements that may change data (every command and insert but scratch
-   * ones) have reached the engine in this process, the only one writing its data folder. Statements
-   * take turns there, so a statement that reaches the engine while this count is unchanged reads the
-   * data as it was when the count was read.
-   */
-  changes(): number;
   ping(): Promise<boolean>;
   close(): Promise<void>;
   /**
@@ -83,7 +73,7 @@ export interface Store {
  * then its own locks suffice and its snapshots are its to take. Against a server, other processes
  * write too. The one question outside src/storage may ask about the mode.
  */
-export const ownsItsData = (store: Pick<Store, 'mode'>): boolean => store.mode === 'embedded';
+export const ownsItsData = (store: Pick<Store, 'exclusive'>): boolean => store.exclusive;
 
 /**
  * One INSERT statement with its rows inline, as JSONColumns (one array per column, in the column
@@ -108,18 +98,11 @@ const unescapeField = (field: string) => (field.includes('\\') ? field.replace(/
 /** A TabSeparated line as its unescaped fields. */
 const fieldsOf = (line: string) => line.split('\t').map(unescapeField);
 
-/** What a store and its prioritized view share: the client, the engine's turns, the change count. */
+/** What a store and its prioritized view share: the client and the engine's turns. */
 interface Engine {
   client: ClickHouseClient;
   runner: ReturnType<typeof timeLimits>;
   closed: boolean;
-  changes: number;
-}
-
-/** At the statement's turn: refuses a statement bound to an earlier state, counts a change. */
-function turn(engine: Engine, opts: StatementOptions | undefined, changing: boolean): void {
-  if (opts?.unchangedSince !== undefined && opts.unchangedSince !== engine.changes) throw new DataChanged();
-  if (changing && !opts?.scratch) engine.changes++;
 }
 
 /** The statements of one view: `urgent` ones go before the ordinary ones waiting for the engine. */
@@ -130,10 +113,7 @@ function statements(engine: Engine, urgent: boolean): Pick<Store, 'query' | 'que
     query: <T>(sql: string, params?: QueryParams, opts?: StatementOptions) =>
       guard('query', () =>
         limited(opts?.timeoutMs, async (exec) => {
-          const rs = await exec((limits) => {
-            turn(engine, opts, false);
-            return client.query({ query: sql, query_params: params, format: 'JSONEachRow', ...limits });
-          });
+          const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'JSONEachRow', ...limits }));
           return rs.json<T>();
         }),
       ),
@@ -150,22 +130,14 @@ function statements(engine: Engine, urgent: boolean): Pick<Store, 'query' | 'que
     command: (sql, params, opts) =>
       guard('command', () =>
         limited(opts?.timeoutMs, async (exec) => {
-          await exec((limits) => {
-            turn(engine, opts, true);
-            return client.command({ query: sql, query_params: params, ...limits });
-          });
+          await exec((limits) => client.command({ query: sql, query_params: params, ...limits }));
         }),
       ),
     insert: (table, rows, opts) =>
       guard(`insert into ${table}`, async () => {
         if (rows.length === 0) return;
         const statement = insertStatement(table, rows);
-        await limited(opts?.timeoutMs, (exec) =>
-          exec((limits) => {
-            turn(engine, opts, true);
-            return client.command({ query: statement, ...limits });
-          }),
-        );
+        await limited(opts?.timeoutMs, (exec) => exec((limits) => client.command({ query: statement, ...limits })));
       }),
     ping: async () => {
       if (engine.closed) return false;
@@ -199,11 +171,10 @@ async function readFields(stream: AsyncIterable<unknown>): Promise<string[][]> {
   return rows;
 }
 
-function view(engine: Engine, base: Pick<Store, 'mode' | 'database' | 'layout' | 'keyed'>, urgent: boolean): Store {
+function view(engine: Engine, base: Pick<Store, 'mode' | 'exclusive' | 'database' | 'layout' | 'keyed'>, urgent: boolean): Store {
   return {
     ...base,
     ...statements(engine, urgent),
-    changes: () => engine.changes,
     engineMs: () => engine.runner.engineMs(urgent),
     close: async () => {
       if (engine.closed) return;
@@ -222,8 +193,8 @@ function wrap(
   queryTimeoutMs: number | undefined,
   layout: StoreLayout,
 ): Store {
-  const engine: Engine = { client, runner: timeLimits(mode, queryTimeoutMs), closed: false, changes: 0 };
-  return view(engine, { mode, database, layout, keyed: keyedTables(layout) }, false);
+  const engine: Engine = { client, runner: timeLimits(mode, queryTimeoutMs), closed: false };
+  return view(engine, { mode, exclusive: mode === 'embedded', database, layout, keyed: keyedTables(layout) }, false);
 }
 
 /** Opens the store described by the configuration (database name is validated by config). */

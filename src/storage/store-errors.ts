@@ -19,24 +19,13 @@ export class QueryTimeout extends StoreError {
   }
 }
 
-/**
- * A statement bound to a state of the data (`StatementOptions.unchangedSince`) reached the engine
- * after another statement had started changing it: nothing ran, the caller decides again.
- */
-export class DataChanged extends StoreError {
-  constructor() {
-    super('the data changed since the statement was prepared');
-    this.name = 'DataChanged';
-  }
-}
-
 /** Runs one statement: its failure becomes a StoreError, its time goes to the metrics by kind. */
 export async function guard<T>(what: string, run: () => Promise<T>, kind = what.split(' ')[0]!): Promise<T> {
   const timed = storeQueryDuration.startTimer({ kind });
   try {
     return await run();
   } catch (err) {
-    if (!(err instanceof DataChanged)) storeErrors.inc({ kind });
+    storeErrors.inc({ kind });
     if (err instanceof StoreError) throw err;
     const message = err instanceof Error ? err.message : String(err);
     throw new StoreError(`${what} failed: ${message}`, { cause: err });
