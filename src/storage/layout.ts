@@ -19,16 +19,24 @@ export interface KeyedTables {
   byKeys(table: string, key: string, keys: string): string;
   /** The SETTINGS that join byKeys() tables: direct lookups, or a hash join of the few rows read (one thread). */
   readonly joinSettings: string;
+  /**
+   * Whether a join looks each row's key up directly, at the cost of a key lookup (EmbeddedRocksDB).
+   * Where it does not, a join reads the latest versions of its keys first: statements that join
+   * these tables to rows they compute themselves should read those rows first and look their keys
+   * up after them (src/findings/context.ts).
+   */
+  readonly directJoins: boolean;
 }
 
 export function keyedTables(layout: StoreLayout): KeyedTables {
   if (layout === 'single') {
-    return { latest: (table) => table, byKeys: (table) => table, joinSettings: "join_algorithm = 'direct'" };
+    return { latest: (table) => table, byKeys: (table) => table, joinSettings: "join_algorithm = 'direct'", directJoins: true };
   }
   return {
     latest: (table) => `${table} FINAL`,
     byKeys: (table, key, keys) => `(SELECT * FROM ${table} FINAL WHERE ${key} IN ${keys})`,
     // One thread: a lookup of a few keys gains nothing from more, and pays for setting them up.
     joinSettings: "join_algorithm = 'hash', max_threads = 1",
+    directJoins: false,
   };
 }
