@@ -29,11 +29,12 @@ interface ContextTable {
   /** The row's column holding the key, and the bound array of the keys in contextByKeys. */
   rowKey: 'id' | 'issue_id' | 'target_id';
   param: string;
-  /** Each column the page reads: its name in the row, its expression over the table's columns (`$` their prefix), its empty value. */
-  columns: [ContextColumn, string, string][];
+  /** Each column the page reads: its name in the row, its expression over the table's columns (`$` their prefix), its value for a missing key. */
+  columns: [ContextColumn, string, ContextValue][];
 }
 
-const NIL = "toUUID('00000000-0000-0000-0000-000000000000')";
+type ContextValue = string | number | string[];
+const NIL = '00000000-0000-0000-0000-000000000000';
 
 const TABLES: ContextTable[] = [
   {
@@ -43,16 +44,16 @@ const TABLES: ContextTable[] = [
     rowKey: 'id',
     param: 'contextFindings',
     columns: [
-      ['latest_details', '$details', "''"],
-      ['latest_impact_details', '$impact_details', "''"],
-      ['latest_resources', '$resources', "''"],
-      ['latest_affected_resource_string', '$affected_resource_string', "''"],
+      ['latest_details', '$details', ''],
+      ['latest_impact_details', '$impact_details', ''],
+      ['latest_resources', '$resources', ''],
+      ['latest_affected_resource_string', '$affected_resource_string', ''],
       ['latest_source_id', '$source_id', NIL],
-      ['latest_source_name', '$source_name', "''"],
-      ['latest_component', '$component', "''"],
-      ['latest_instance', '$check_id', "''"],
-      ['latest_options', '$options', "''"],
-      ['latest_source_epoch', 'toUInt32($time)', 'toUInt32(0)'],
+      ['latest_source_name', '$source_name', ''],
+      ['latest_component', '$component', ''],
+      ['latest_instance', '$check_id', ''],
+      ['latest_options', '$options', ''],
+      ['latest_source_epoch', 'toUInt32($time)', 0],
     ],
   },
   {
@@ -62,12 +63,12 @@ const TABLES: ContextTable[] = [
     rowKey: 'issue_id',
     param: 'contextIssues',
     columns: [
-      ['issue_summary', '$summary', "''"],
-      ['issue_cwe_id', '$cwe_id', 'toUInt32(0)'],
-      ['issue_description', '$description', "''"],
-      ['issue_recommendations', '$recommendations', '[]'],
-      ['issue_reference_links', '$reference_links', '[]'],
-      ['issue_labels', '$labels', '[]'],
+      ['issue_summary', '$summary', ''],
+      ['issue_cwe_id', '$cwe_id', 0],
+      ['issue_description', '$description', ''],
+      ['issue_recommendations', '$recommendations', []],
+      ['issue_reference_links', '$reference_links', []],
+      ['issue_labels', '$labels', []],
     ],
   },
   {
@@ -77,8 +78,8 @@ const TABLES: ContextTable[] = [
     rowKey: 'target_id',
     param: 'contextTargets',
     columns: [
-      ['target_identifier', '$identifier', "''"],
-      ['target_team_ids', '$teams', '[]'],
+      ['target_identifier', '$identifier', ''],
+      ['target_team_ids', '$teams', []],
     ],
   },
 ];
@@ -95,40 +96,67 @@ export const contextJoins = (keyed: KeyedTables, keys: Record<ContextTable['rowK
   );
 
 /**
- * BY KEYS: one row per value found, tagged with its table's alias and key, every other table's
- * columns empty (a UNION ALL has one set of columns).
+ * BY KEYS: one row per key found, tagged with its table's alias and key, its values as one JSON
+ * array (the tables' columns differ, a UNION ALL has one set). Measured at 100k: 6.5 ms for a
+ * team page's keys, against 7.8 ms with every table's columns in every branch and 9.8 ms joined.
  */
-const contextByKeys = (keyed: KeyedTables) =>
-  `${TABLES.map(
-    (t) => `SELECT '${t.alias}' AS context_of, toString(${t.key}) AS context_key,
-       ${TABLES.flatMap((u) => u.columns.map(([name, expr, empty]) => `${u === t ? expr.replace('$', '') : empty} AS ${name}`)).join(', ')}
-FROM ${keyed.latest(t.table)}
-WHERE ${t.key} IN {${t.param}:Array(UUID)}`,
-  ).join('\nUNION ALL\n')}
+const contextByKeys = (keyed: KeyedTables, total: KeptTotal | undefined) =>
+  `${[
+    ...TABLES.map(
+      (t) => `SELECT '${t.alias}' AS context_of, toString(${t.key}) AS context_key,
+       toJSONString(tuple(${t.columns.map(([, expr]) => expr.replace('$', '')).join(', ')})) AS context_values
+FROM ${keyed.lookup(t.table, t.key, `{${t.param}:Array(UUID)}`)}`,
+    ),
+    ...(total
+      ? [
+          `SELECT 'n', scope, toJSONString(tuple(${total.sql.replace(/\bn\./g, '')}))
+FROM ${keyed.lookup('finding_total_values', 'scope', '({totalScope:String})')}`,
+        ]
+      : []),
+  ].join('\nUNION ALL\n')}
 SETTINGS max_threads = 1`;
 
-type ContextOnly = Pick<ContextRow, ContextColumn> & { context_of: string; context_key: string };
-
-/** The JSON value of an empty value above. */
-const emptyValue = (sql: string) => (sql === NIL ? '00000000-0000-0000-0000-000000000000' : sql === "''" ? '' : sql === '[]' ? [] : 0);
-
 /** Every context column empty: the row of a key without values, as the joins read it. */
-const EMPTY = Object.fromEntries(TABLES.flatMap((t) => t.columns.map(([name, , empty]) => [name, emptyValue(empty)])));
+const EMPTY = Object.fromEntries(TABLES.flatMap((t) => t.columns.map(([name, , empty]) => [name, empty])));
+
+/** A list's kept total (src/findings/page.ts): its expression over the finding_total_values row `n`, and its scope. */
+export interface KeptTotal {
+  sql: string;
+  params: { totalScope: string };
+}
 
 /**
  * The rows with their context: as they are where their statement joined it (`joined`), else read
- * by their keys (BY KEYS above). Arrays in the empty values are shared: rows are read, not changed.
+ * by their keys (BY KEYS above), with the kept `total` where one is asked for (a fourth lookup of
+ * the same statement; 0.7 ms less than a scalar subquery in the rows' statement at 100k). Arrays in
+ * the empty values are shared: rows are read, not changed.
  */
-export async function withTheirContext<R extends StoredFinding>(store: Store, rows: R[], joined: boolean): Promise<(R & ContextRow)[]> {
-  if (joined || rows.length === 0) return rows as (R & ContextRow)[];
+export async function withTheirContext<R extends StoredFinding>(
+  store: Store,
+  rows: R[],
+  joined: boolean,
+  total?: KeptTotal,
+): Promise<{ rows: (R & ContextRow)[]; total?: number }> {
+  if (joined || rows.length === 0) return { rows: rows as (R & ContextRow)[] };
   const params = Object.fromEntries(TABLES.map((t) => [t.param, [...new Set(rows.map((r) => r[t.rowKey]))]]));
-  const found = new Map<string, ContextOnly>();
-  for (const c of await store.query<ContextOnly>(contextByKeys(store.keyed), params)) found.set(`${c.context_of}:${c.context_key}`, c);
+  const found = new Map<string, ContextValue[]>();
+  const statement = contextByKeys(store.keyed, total);
+  for (const c of await store.query<{ context_of: string; context_key: string; context_values: string }>(statement, {
+    ...params,
+    ...total?.params,
+  })) {
+    found.set(`${c.context_of}:${c.context_key}`, JSON.parse(c.context_values) as ContextValue[]);
+  }
+  const kept = total ? found.get(`n:${total.params.totalScope}`)?.[0] : undefined;
+  return { rows: withFound(rows, found), ...(kept !== undefined ? { total: Number(kept) } : {}) };
+}
+
+function withFound<R extends StoredFinding>(rows: R[], found: Map<string, ContextValue[]>): (R & ContextRow)[] {
   return rows.map((r) => {
     const context: Record<string, unknown> = { ...EMPTY };
     for (const t of TABLES) {
-      const c = found.get(`${t.alias}:${r[t.rowKey]}`);
-      if (c) for (const [name] of t.columns) context[name] = c[name];
+      const values = found.get(`${t.alias}:${r[t.rowKey]}`);
+      if (values) for (const [i, [name]] of t.columns.entries()) context[name] = values[i];
     }
     return { ...r, ...(context as Pick<ContextRow, ContextColumn>) };
   });

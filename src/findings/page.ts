@@ -15,7 +15,7 @@ import {
   pageTotal,
   toldTotal,
 } from '../storage/paged.js';
-import { contextColumns, contextJoins, withTheirContext } from './context.js';
+import { contextColumns, contextJoins, type KeptTotal, withTheirContext } from './context.js';
 import { type FindingWithContext, type StoredFinding, withContext } from './rows.js';
 import { totalScope } from './totals.js';
 
@@ -171,7 +171,7 @@ const countSql = (from: string, where: string) => `SELECT count() AS n FROM ${fr
  * Any other filter, present or added later, narrows the list.
  */
 const COUNTED_AS_KEPT = new Set<string>(['status', 'team', 'sortBy', 'identifierMatch']);
-function keptTotalOf(base: FindingBase, f: FindingFilters): { sql: string; params: { totalScope: string } } | undefined {
+function keptTotalOf(base: FindingBase, f: FindingFilters): KeptTotal | undefined {
   const narrowed = Object.keys(base).length > 0 || Object.entries(f).some(([k, v]) => v !== undefined && !COUNTED_AS_KEPT.has(k));
   return narrowed ? undefined : { sql: keptTotal(f.status), params: { totalScope: totalScope(f.team) } };
 }
@@ -196,19 +196,21 @@ export async function findingPage(
     const params = { ...ordered.params, ...total?.params };
     // A count reads the deduplicated scope, not its rows in id order.
     const count: CountStatement = { sql: countSql(selected.from, whereClause(where)), params };
+    // Context and kept total joined into the rows' statement, or read after it with the rows' keys.
+    const joined = store.keyed.directJoins;
     const found = pageCanHoldRows(page)
       ? await store.query<StoredFinding & { page_total?: number }>(
-          inIdOrderPage(store.keyed, selected.inIdOrder.from, whereClause(ordered), total?.sql),
+          inIdOrderPage(store.keyed, selected.inIdOrder.from, whereClause(ordered), joined ? total?.sql : undefined),
           {
             ...params,
             ...pageParams(page),
           },
         )
       : [];
-    const told = total ? found[0]?.page_total : undefined;
+    const context = await withTheirContext(store, found, joined, total);
+    const told = total ? (joined ? found[0]?.page_total : context.total) : undefined;
     const counted = total ? await toldTotal(store, count, page, found.length, told) : await pageTotal(store, count, page, found.length);
-    const rows = await withTheirContext(store, found, store.keyed.directJoins);
-    return { rows: await withDecisionsAt(store, rows.map(withContext).sort(byIdText), t), pagination: pagination(page, counted) };
+    return { rows: await withDecisionsAt(store, context.rows.map(withContext).sort(byIdText), t), pagination: pagination(page, counted) };
   }
   const params = { ...where.params, ...total?.params };
   const count: CountStatement = { sql: countSql(selected.from, whereClause(where)), params };
@@ -244,7 +246,7 @@ export async function findingsByKeys(store: Store, keys: FindingKey[], t?: numbe
     ids: keys.map((k) => k.id),
     targetIds: [...new Set(keys.map((k) => k.target_id))],
   });
-  const found = (await withTheirContext(store, rows, store.keyed.directJoins)).map(withContext).sort(byIdText);
+  const found = (await withTheirContext(store, rows, store.keyed.directJoins)).rows.map(withContext).sort(byIdText);
   return t === undefined ? found : withDecisionsAt(store, found, t);
 }
 
