@@ -129,6 +129,7 @@ describe('the cluster layout on the embedded engine', () => {
     for (const name of Object.keys(KEY_VALUE)) {
       expect(tables.find((t) => t.name === name)).toMatchObject({ engine: 'ReplacingMergeTree', sorting_key: SORTED_BY[name] });
       expect(tables.find((t) => t.name === name)!.ddl).toContain('index_granularity = 128, min_compress_block_size = 4096');
+      expect(tables.find((t) => t.name === name)!.ddl).toContain('min_bytes_for_wide_part = 1099511627776');
     }
     expect(await migrate(store)).toEqual([]);
   });

@@ -74,7 +74,9 @@ describe.each(files)('%s on a cluster', (f) => {
           expect(after).toContain(
             `ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/${name}', '{replica}')\nORDER BY ${order}`,
           );
-          expect(after).toMatch(/index_granularity = 128, min_compress_block_size = 4096, max_compress_block_size = 8192$/);
+          expect(after).toMatch(
+            /index_granularity = 128, min_compress_block_size = 4096, max_compress_block_size = 8192, min_bytes_for_wide_part = 1099511627776$/,
+          );
           expect(after).not.toMatch(/EmbeddedRocksDB|PRIMARY KEY/);
         }
         // Everything after the engine clause (ORDER BY, SETTINGS) and before it (columns, SELECT) survives.
