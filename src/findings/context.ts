@@ -8,12 +8,13 @@ import type { ContextRow, StoredFinding } from './rows.js';
  * keyed tables allow (src/storage/layout.ts):
  *
  * - JOINED into the page's statement, where a join looks each row's keys up directly (the single
- *   layout's EmbeddedRocksDB tables): contextColumns() and contextJoins();
+ *   layout's EmbeddedRocksDB tables): contextColumns and contextJoins();
  * - BY KEYS after the page's rows, in a statement of its own (contextByKeys): the cluster layout's
  *   tables are MergeTrees, where a join reads the keys' latest versions first, and a statement
  *   naming its page's keys through a subquery runs that subquery again for every table (measured at
  *   100k: each such join added about 3 ms to a 9 ms page). The three lookups are one UNION ALL
- *   statement with the keys bound, joined to the rows here.
+ *   statement with the keys bound (with the list's kept total where the page asks for one), put
+ *   together with the rows here (withTheirContext).
  *
  * A key without a value reads as empty either way, so a finding without a latest event reads the
  * nil UUID as its source (withContext in rows.ts tells it apart).
