@@ -2,8 +2,9 @@
  * npm run bench:api-layouts [-- --scale 100k|1m --runs 60]
  *
  * The database API on the two store layouts (CLICKHOUSE_LAYOUT, docs/SCALING.md) in one run: the
- * benchmark dataset of the scale built once per layout (bench/lib/dataset.ts; the cluster copy with
- * a tenth of each key-value table's keys written twice and left unmerged), an uncached API on each,
+ * benchmark dataset of the scale in both layouts (bench/lib/dataset.ts; the cluster copy copied from
+ * the single layout's tables once, with a tenth of each key-value table's keys written twice and left
+ * unmerged), an uncached API on each,
  * and for every case sequential requests alternated between the layouts, each followed by the very
  * same SQL run directly ("raw"). The ratio cluster / single of the p50s is the cost of the cluster
  * layout's reads within one stretch of the shared machine's speed.

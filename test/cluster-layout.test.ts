@@ -1,12 +1,21 @@
+import { Suppression } from '../src/decisions/suppression.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
+import { findingPage } from '../src/findings/page.js';
+import { ingestBatch } from '../src/ingest/batch.js';
+import { prepareReport } from '../src/ingest/prepare.js';
+import { rewriteTotals } from '../src/ingest/totals.js';
+import { ProcessLocks } from '../src/locks/target-locks.js';
 import { toClusterStatement } from '../src/storage/cluster.js';
 import { openStore, type Store } from '../src/storage/gateway.js';
 import { loadMigrations, migrate, SQL_DIR } from '../src/storage/migrate.js';
+import { associateTeams } from '../src/teams/associations.js';
 import { keepUnmerged, testStoreConfig } from './support/engine.js';
+import { report, V, worked } from './support/reports.js';
+import { contextFromHistory, snapshot, storedContext } from './support/snapshot.js';
 
 /**
  * CLICKHOUSE_LAYOUT=cluster on the embedded engine (docs/SCALING.md): the cluster rewrite of every
@@ -21,10 +30,53 @@ afterAll(async () => {
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
-async function openCluster(): Promise<Store> {
-  const store = await openStore(testStoreConfig(undefined, 'cluster'));
+async function openCluster(layout: 'single' | 'cluster' = 'cluster'): Promise<Store> {
+  const store = await openStore(testStoreConfig(undefined, layout));
   stores.push(store);
   return store;
+}
+
+/**
+ * The last migration of the previous release (CHANGELOG.md, [0.1.0]: sql/0001–0017; 0018 came
+ * after it): the store an upgrade starts from.
+ */
+const PREVIOUS_RELEASE_LAST = 17;
+
+/** One ingest batch per report, as separate jobs would write them: a key written again is a new version. */
+async function ingestEach(store: Store, raws: Record<string, unknown>[]) {
+  for (const raw of raws) {
+    const p = prepareReport(raw, { maxEventAgeDays: 0, now: 0 });
+    if (p.kind !== 'report') throw new Error(`unexpected ${p.kind}`);
+    await ingestBatch(store, [p.report], { now: 1_800_000_000 });
+    await rewriteTotals(store, new ProcessLocks());
+  }
+}
+
+const other = { summary: 'Exposed admin panel', description: 'Admin UI reachable', score: 9.1 };
+/** Written on the previous release's schema: V found, fixed (r3) on www; V and another issue on b. */
+const beforeUpgrade = [
+  worked.r1,
+  worked.r2,
+  worked.r3,
+  report({ check_id: 'b-1', target: 'b.example.com', end_time: '2024-01-01 12:00:00', vulnerabilities: [V, other] }),
+];
+/** Written after the upgrade: V reopens on www and is fixed on b; a new target. */
+const afterUpgrade = [
+  worked.r4,
+  report({ check_id: 'b-2', target: 'b.example.com', end_time: '2024-01-04 12:00:00', vulnerabilities: [other] }),
+  report({ check_id: 'c-1', target: 'c.example.com', end_time: '2024-01-04 12:00:00', vulnerabilities: [other] }),
+];
+
+/** The pages of both plans (team-b's in id order, every finding by keys) as the API would answer them. */
+async function pages(store: Store) {
+  const now = 1_800_000_000;
+  const page = { page: 1, size: 20 };
+  const suppression = new Suppression(store);
+  return {
+    team: await findingPage(store, suppression, {}, { team: 'team-b' }, page, now),
+    all: await findingPage(store, suppression, {}, { sortBy: '-score' }, page, now),
+    open: await findingPage(store, suppression, {}, { status: 'OPEN' }, page, now),
+  };
 }
 
 /** A folder with the migrations of sql/ up to `last`. */
@@ -60,6 +112,13 @@ async function tablesOf(store: Store) {
 }
 
 const KEY_VALUE = { finding_latest_events: 'finding_id', issue_objects: 'id', target_objects: 'id', finding_total_values: 'scope' };
+/** Their sorting keys: UUIDs in id order (src/storage/cluster.ts). */
+const SORTED_BY: Record<string, string> = {
+  finding_latest_events: 'UUIDToNum(finding_id)',
+  issue_objects: 'UUIDToNum(id)',
+  target_objects: 'UUIDToNum(id)',
+  finding_total_values: 'scope',
+};
 
 describe('the cluster layout on the embedded engine', () => {
   it('runs every migration from an empty store, leaving the tables of the cluster plan', async () => {
@@ -69,9 +128,10 @@ describe('the cluster layout on the embedded engine', () => {
     const tables = await tablesOf(store);
     expect(new Map(tables.map((t) => [t.name, t.engine]))).toEqual(plannedTables());
     expect(tables.filter((t) => t.engine === 'EmbeddedRocksDB')).toEqual([]);
-    for (const [name, key] of Object.entries(KEY_VALUE)) {
-      expect(tables.find((t) => t.name === name)).toMatchObject({ engine: 'ReplacingMergeTree', sorting_key: key });
-      expect(tables.find((t) => t.name === name)!.ddl).toContain('index_granularity = 128');
+    for (const name of Object.keys(KEY_VALUE)) {
+      expect(tables.find((t) => t.name === name)).toMatchObject({ engine: 'ReplacingMergeTree', sorting_key: SORTED_BY[name] });
+      expect(tables.find((t) => t.name === name)!.ddl).toContain('index_granularity = 128, min_compress_block_size = 4096');
+      expect(tables.find((t) => t.name === name)!.ddl).toContain('min_bytes_for_wide_part = 1099511627776');
     }
     expect(await migrate(store)).toEqual([]);
   });
@@ -83,6 +143,40 @@ describe('the cluster layout on the embedded engine', () => {
     expect(await migrate(store, undefined, migrationsUpTo(previous))).toEqual(versions.filter((v) => v <= previous));
     expect(await migrate(store)).toEqual([versions.at(-1)]);
     expect(new Map((await tablesOf(store)).map((t) => [t.name, t.engine]))).toEqual(plannedTables());
+  });
+
+  it("upgrades the previous release's store holding unmerged versions, and answers as the single layout does", async () => {
+    const versions = loadMigrations().map((m) => m.version);
+    const cluster = await openCluster();
+    const single = await openCluster('single');
+    const previous = migrationsUpTo(PREVIOUS_RELEASE_LAST);
+    for (const store of [cluster, single]) {
+      expect(await migrate(store, undefined, previous)).toEqual(versions.filter((v) => v <= PREVIOUS_RELEASE_LAST));
+    }
+    // Merges stop for the whole engine of this file: neither store merges from here on.
+    await keepUnmerged(cluster);
+    for (const store of [cluster, single]) {
+      await ingestEach(store, beforeUpgrade);
+      await associateTeams(store, new ProcessLocks(), 'b.example.com', ['team-b']);
+      expect(await migrate(store)).toEqual(versions.filter((v) => v > PREVIOUS_RELEASE_LAST));
+      await ingestEach(store, afterUpgrade);
+    }
+    expect(new Map((await tablesOf(cluster)).map((t) => [t.name, t.engine]))).toEqual(plannedTables());
+    // Versions written before and after the upgrade are all there, unmerged (issues and targets
+    // are written once each here: their content never changes).
+    for (const [table, key] of Object.entries({ finding_latest_events: 'finding_id', finding_total_values: 'scope', findings: 'id' })) {
+      const [n] = await cluster.query<{ rows: number; keys: number }>(`SELECT count() AS rows, uniqExact(${key}) AS keys FROM ${table}`);
+      expect(n!.rows, table).toBeGreaterThan(n!.keys);
+    }
+    expect(await storedContext(cluster)).toEqual(await contextFromHistory(cluster));
+    expect(await storedContext(cluster)).toEqual(await storedContext(single));
+    expect(await snapshot(cluster)).toEqual(await snapshot(single));
+    const answered = await pages(cluster);
+    expect(answered).toEqual(await pages(single));
+    // b.example.com's two findings in team-b, V fixed there; www's V open again; c's finding.
+    expect(answered.team.rows.map((r) => r.status).sort()).toEqual(['FIXED', 'OPEN']);
+    expect(answered.all.pagination.total).toBe(4);
+    expect(answered.open.rows).toHaveLength(3);
   });
 
   it('reads the latest write of each key while the versions are unmerged', async () => {

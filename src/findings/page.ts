@@ -15,7 +15,8 @@ import {
   pageTotal,
   toldTotal,
 } from '../storage/paged.js';
-import { type ContextRow, type FindingWithContext, withContext } from './rows.js';
+import { contextColumns, contextJoins, type KeptTotal, withTheirContext } from './context.js';
+import { type FindingWithContext, type StoredFinding, withContext } from './rows.js';
 import { totalScope } from './totals.js';
 
 /**
@@ -28,7 +29,9 @@ import { totalScope } from './totals.js';
  *   read for every matching finding), with the kept total where it tells (keysPage); then those
  *   findings' rows with their context (rowsByKeys, also the single-finding endpoints' statement).
  *
- * Where the page does not tell the total, the list's count follows (countSql).
+ * Where the page does not tell the total, the list's count follows (countSql). The context is
+ * joined into the rows' statement where the store's keyed tables join by direct lookups, else read
+ * by the rows' keys in one statement after it (src/findings/context.ts).
  */
 
 /** What a findings list is a list of (SPEC §6.2–§6.5): all findings, or one issue's, target's or source's. */
@@ -74,32 +77,14 @@ const ROW_COLUMNS = `id, target_id, issue_id, affected_resource, status, score,
             CAST(found_at, 'Array(UInt32)') AS found, CAST(fixed_at, 'Array(UInt32)') AS fixed`;
 
 /**
- * The rows of `f` with what a page shows besides them, looked up by key in the tables of sql/0012
- * (the store's keyed tables: direct joins in the single layout, where each row's keys are looked
- * up and no hash table is built; the latest versions of the page's keys in the cluster layout). A
- * key without a value reads as empty, so a finding without a latest event reads the nil UUID as its
- * source. (`f.*` would name ids `f.id`: the joined tables have ids too.)
+ * The rows of `f` with what a page shows besides them (src/findings/context.ts), where the statement
+ * joins it (`joined`); the rows alone otherwise. (`f.*` would name ids `f.id`: the joined tables have
+ * ids too.)
  */
-const WITH_CONTEXT_COLUMNS = `f.id AS id, f.target_id AS target_id, f.issue_id AS issue_id, f.affected_resource AS affected_resource,
-       f.status AS status, f.score AS score, f.found AS found, f.fixed AS fixed,
-       e.details AS latest_details, e.impact_details AS latest_impact_details,
-       e.resources AS latest_resources, e.affected_resource_string AS latest_affected_resource_string,
-       e.source_id AS latest_source_id, e.source_name AS latest_source_name, e.component AS latest_component,
-       e.check_id AS latest_instance, e.options AS latest_options, toUInt32(e.time) AS latest_source_epoch,
-       i.summary AS issue_summary, i.cwe_id AS issue_cwe_id, i.description AS issue_description,
-       i.recommendations AS issue_recommendations, i.reference_links AS issue_reference_links, i.labels AS issue_labels,
-       t.identifier AS target_identifier, t.teams AS target_team_ids`;
-
-/** The page's keys of each context table, as SQL sets (bound arrays or subqueries). */
-interface ContextKeys {
-  findings: string;
-  issues: string;
-  targets: string;
-}
-const contextJoins = (keyed: KeyedTables, keys: ContextKeys) => `
-   LEFT JOIN ${keyed.byKeys('finding_latest_events', 'finding_id', keys.findings)} AS e ON e.finding_id = f.id
-   LEFT JOIN ${keyed.byKeys('issue_objects', 'id', keys.issues)} AS i ON i.id = f.issue_id
-   LEFT JOIN ${keyed.byKeys('target_objects', 'id', keys.targets)} AS t ON t.id = f.target_id`;
+const rowColumns = (
+  joined: boolean,
+) => `f.id AS id, f.target_id AS target_id, f.issue_id AS issue_id, f.affected_resource AS affected_resource,
+       f.status AS status, f.score AS score, f.found AS found, f.fixed AS fixed${joined ? `,\n       ${contextColumns}` : ''}`;
 
 /**
  * Rows per block while a page is read: a page by id reads its scope in order only until the page is
@@ -118,8 +103,9 @@ const keptTotal = (status: FindingFilters['status']) =>
   status === 'OPEN' ? 'n.open' : status === 'FIXED' ? 'n.fixed' : 'n.open + n.fixed';
 
 /**
- * IN ID ORDER: the page's rows read from `from` in id order, with their context and, `withTotal`, the
- * kept total. The rows are a named subquery so that the cluster layout's lookups can name their keys.
+ * IN ID ORDER: the page's rows read from `from` in id order, with their context where the keyed
+ * tables join directly and, with `total`, the kept total. The rows are a named subquery, from which
+ * the joins take their keys.
  */
 const inIdOrderPage = (keyed: KeyedTables, from: string, where: string, total: string | undefined) => `
 WITH page_rows AS
@@ -129,13 +115,17 @@ WITH page_rows AS
     ${where}
     ${PAGE_LIMIT}
 )
-SELECT ${WITH_CONTEXT_COLUMNS}${total ? `, ${total} AS page_total` : ''}
+SELECT ${rowColumns(keyed.directJoins)}${total ? `, ${total} AS page_total` : ''}
 FROM page_rows AS f
-   ${contextJoins(keyed, {
-     findings: '(SELECT id FROM page_rows)',
-     issues: '(SELECT issue_id FROM page_rows)',
-     targets: '(SELECT target_id FROM page_rows)',
-   })}
+   ${
+     keyed.directJoins
+       ? contextJoins(keyed, {
+           id: '(SELECT id FROM page_rows)',
+           issue_id: '(SELECT issue_id FROM page_rows)',
+           target_id: '(SELECT target_id FROM page_rows)',
+         })
+       : ''
+   }
    ${total ? `LEFT JOIN ${keyed.byKeys('finding_total_values', 'scope', '({totalScope:String})')} AS n ON n.scope = f.total_scope` : ''}
 ${contextSettings(keyed)}`;
 
@@ -154,18 +144,22 @@ FROM (${keys})`;
 
 /** BY KEYS, second statement: findings by primary key (target_id, id) with their context. */
 const rowsByKeys = (keyed: KeyedTables) => `
-SELECT ${WITH_CONTEXT_COLUMNS}
+SELECT ${rowColumns(keyed.directJoins)}
 FROM
 (
     SELECT ${ROW_COLUMNS}
     FROM findings FINAL
     WHERE target_id IN {targetIds:Array(UUID)} AND id IN {ids:Array(UUID)}
 ) AS f
-   ${contextJoins(keyed, {
-     findings: '{ids:Array(UUID)}',
-     issues: '(SELECT issue_id FROM findings WHERE target_id IN {targetIds:Array(UUID)} AND id IN {ids:Array(UUID)})',
-     targets: '{targetIds:Array(UUID)}',
-   })}
+   ${
+     keyed.directJoins
+       ? contextJoins(keyed, {
+           id: '{ids:Array(UUID)}',
+           issue_id: '(SELECT issue_id FROM findings WHERE target_id IN {targetIds:Array(UUID)} AND id IN {ids:Array(UUID)})',
+           target_id: '{targetIds:Array(UUID)}',
+         })
+       : ''
+   }
 ${contextSettings(keyed)}`;
 
 /** The list's count, where the page does not tell it. */
@@ -177,7 +171,7 @@ const countSql = (from: string, where: string) => `SELECT count() AS n FROM ${fr
  * Any other filter, present or added later, narrows the list.
  */
 const COUNTED_AS_KEPT = new Set<string>(['status', 'team', 'sortBy', 'identifierMatch']);
-function keptTotalOf(base: FindingBase, f: FindingFilters): { sql: string; params: { totalScope: string } } | undefined {
+function keptTotalOf(base: FindingBase, f: FindingFilters): KeptTotal | undefined {
   const narrowed = Object.keys(base).length > 0 || Object.entries(f).some(([k, v]) => v !== undefined && !COUNTED_AS_KEPT.has(k));
   return narrowed ? undefined : { sql: keptTotal(f.status), params: { totalScope: totalScope(f.team) } };
 }
@@ -203,24 +197,28 @@ export async function findingPage(
     const params = { ...ordered.params, ...total?.params };
     // A count reads the deduplicated scope, not its rows in id order.
     const count: CountStatement = { sql: countSql(selected.from, whereClause(where)), params };
+    // Context and kept total joined into the rows' statement, or read after it with the rows' keys.
+    const joined = store.keyed.directJoins;
     const found = pageCanHoldRows(page)
-      ? await store.query<ContextRow & { page_total?: number }>(
-          inIdOrderPage(store.keyed, selected.inIdOrder.from, whereClause(ordered), total?.sql),
+      ? await store.query<StoredFinding & { page_total?: number }>(
+          inIdOrderPage(store.keyed, selected.inIdOrder.from, whereClause(ordered), joined ? total?.sql : undefined),
           {
             ...params,
             ...pageParams(page),
           },
         )
       : [];
-    const told = total ? found[0]?.page_total : undefined;
+    const context = await withTheirContext(store, found, joined, total);
+    const told = total ? (joined ? found[0]?.page_total : context.total) : undefined;
     const counted = total ? await toldTotal(store, count, page, found.length, told) : await pageTotal(store, count, page, found.length);
+    const rows = context.rows.map(withContext).sort(byIdText);
     return {
       rows: await withDecisionsAt(
         suppression.decisionsAt(
-          found.map((r) => r.id),
+          rows.map((r) => r.id),
           t,
         ),
-        found.map(withContext).sort(byIdText),
+        rows,
       ),
       pagination: pagination(page, counted),
     };
@@ -260,11 +258,11 @@ export async function findingsByKeys(
   at?: { t: number; suppression?: Suppression },
 ): Promise<FindingWithContext[]> {
   if (keys.length === 0) return [];
-  const rows = await store.query<ContextRow>(rowsByKeys(store.keyed), {
+  const rows = await store.query<StoredFinding>(rowsByKeys(store.keyed), {
     ids: keys.map((k) => k.id),
     targetIds: [...new Set(keys.map((k) => k.target_id))],
   });
-  const found = rows.map(withContext).sort(byIdText);
+  const found = (await withTheirContext(store, rows, store.keyed.directJoins)).rows.map(withContext).sort(byIdText);
   if (!at) return found;
   const ids = found.map((r) => r.id);
   return withDecisionsAt(at.suppression ? at.suppression.decisionsAt(ids, at.t) : decisionsAt(store, ids, at.t), found);

@@ -41,7 +41,7 @@ export interface FindingWithContext extends StoredFinding {
   decision?: Decision | null;
 }
 
-/** A row of the statements' WITH_CONTEXT_COLUMNS (page.ts). */
+/** A finding with its context as the page statements give it (page.ts, context.ts). */
 export interface ContextRow extends StoredFinding {
   latest_details: string;
   latest_impact_details: string;
