@@ -103,6 +103,17 @@ const list = z.string().transform((v) =>
     .filter((s) => s !== ''),
 );
 
+/** The most dates one `atDates` may name: a chart's points, not a way around SPEC §5.6. */
+export const MAX_AT_DATES = 100;
+
+// Each date once, in ascending order: the order and repetitions of a request change nothing.
+const dateList = list.pipe(
+  z
+    .array(date)
+    .max(MAX_AT_DATES, { error: 'Malformed Date' })
+    .transform((days) => [...new Set(days)].sort((a, b) => a - b)),
+);
+
 export interface PageLimits {
   pageSizeDefault: number;
   pageSizeMax: number;
@@ -113,6 +124,9 @@ const baseFields = {
   page: optional(positiveInt('Malformed Page Number')).describe('Page number, from 1 (default 1)'),
   size: optional(positiveInt('Malformed Size Number')).describe('Page size, from 1 to PAGE_SIZE_MAX (default PAGE_SIZE_DEFAULT)'),
   atDate: optional(date).describe('YYYY-MM-DD: status and exposures at the start of that day (UTC); excludes minDate/maxDate'),
+  atDates: optional(dateList).describe(
+    `Comma-separated YYYY-MM-DD dates, at most ${MAX_AT_DATES}: the statistic at the start of each day, as atDate would give it`,
+  ),
   minDate: optional(date).describe('YYYY-MM-DD: start of a range (inclusive); with status OPEN rule 1, FIXED rule 2 of SPEC §4.3'),
   maxDate: optional(date).describe('YYYY-MM-DD: end of a range (the whole day included)'),
   minScore: optional(score).describe('Current score at least this (decimal number)'),

@@ -7,6 +7,7 @@ import { findingCounts } from '../stats/counts.js';
 import { currentExposureStats, totalExposureStats } from '../stats/exposure.js';
 import type { StatFilters } from '../stats/filters.js';
 import { mttrStats } from '../stats/mttr.js';
+import { openSeries } from '../stats/series.js';
 import { slaStats } from '../stats/sla.js';
 import type { SlaPolicy } from '../sla/policy.js';
 import type { Store } from '../storage/gateway.js';
@@ -30,6 +31,8 @@ interface Metric {
   key: string;
   params: readonly FieldName[];
   rejectAtDate?: boolean;
+  /** A series: answers for each of its atDates, which it needs. */
+  requireAtDates?: boolean;
   compute: (store: Store, f: StatFilters, now: number, slaPolicy: SlaPolicy) => Promise<unknown>;
   /** Whether the answer for these filters depends on "now" (shorter cache lifetime). */
   clockDependent: (f: StatFilters) => boolean;
@@ -45,6 +48,16 @@ export const METRICS: readonly Metric[] = [
     key: 'open_issues',
     params: COUNT_PARAMS,
     compute: (store, f, now) => findingCounts(store, 'OPEN', f, now),
+    clockDependent: () => false,
+  },
+  {
+    // Beyond SPEC §8.3 (README: Extensions): the 90-day chart of the triage page in one request.
+    name: 'open_series',
+    path: 'stats/open/series',
+    key: 'open_issues_series',
+    params: ['atDates', 'minScore', 'maxScore', 'identifiers', 'labels', 'includeSuppressed'],
+    requireAtDates: true,
+    compute: (store, f, now) => openSeries(store, f, now),
     clockDependent: () => false,
   },
   {
@@ -126,7 +139,10 @@ export function metricRoutes(deps: MetricRouteDeps): Router {
   };
 
   for (const metric of METRICS) {
-    const parse = metricQuery(metric.params, metric.rejectAtDate ? { rejectAtDate: true } : {});
+    const parse = metricQuery(metric.params, {
+      rejectAtDate: metric.rejectAtDate ?? false,
+      requireAtDates: metric.requireAtDates ?? false,
+    });
 
     router.get(`/teams/:team_id/${metric.path}`, deps.authenticate, async (ctx) => {
       const team = ctx.params.team_id!;

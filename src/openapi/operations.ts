@@ -16,6 +16,7 @@ import {
   exposureStatsResponse,
   fixedStatsResponse,
   mttrStatsResponse,
+  openSeriesResponse,
   openStatsResponse,
   slaStatsResponse,
 } from '../stats/schema.js';
@@ -84,6 +85,10 @@ export const dbOperations: Operation[] = [
 /** The metrics API's team and global variants of each metric (SPEC §8.3), keyed by METRICS' names. */
 const METRIC_DOCS: Record<string, { summary: string; response: z.ZodType }> = {
   open: { summary: 'OPEN findings by severity (now, at atDate, or opened in the range)', response: openStatsResponse },
+  open_series: {
+    summary: 'OPEN findings by severity at each of the atDates (one request for a chart; beyond SPEC §8.3)',
+    response: openSeriesResponse,
+  },
   fixed: { summary: 'FIXED findings by severity (now, at atDate, or fixed in the range and still fixed)', response: fixedStatsResponse },
   mttr: { summary: 'Mean time to remediate by severity, in hours', response: mttrStatsResponse },
   exposure: {
@@ -101,7 +106,11 @@ export const metricsOperations: Operation[] = [
   ...METRICS.flatMap((metric): Operation[] => {
     const doc = METRIC_DOCS[metric.name];
     if (!doc) throw new Error(`metric ${metric.name} has no OpenAPI description (src/openapi/operations.ts)`);
-    const atDate = metric.rejectAtDate ? '; atDate is refused (422 Invalid query params)' : '';
+    const atDate = metric.rejectAtDate
+      ? '; atDate is refused (422 Invalid query params)'
+      : metric.requireAtDates
+        ? '; atDates is required (422 Invalid query params without it)'
+        : '';
     const common = { method: 'get' as const, response: doc.response, errors: [401, 403, 422, 503], cached: true };
     return [
       {
