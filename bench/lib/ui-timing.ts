@@ -35,7 +35,7 @@ export interface ViewSignals {
 
 export const OVERVIEW_SIGNALS: ViewSignals = {
   firstFigures: `document.querySelector('[data-testid="open-total"]') !== null`,
-  complete: `document.querySelector('[data-testid="open-total"]') !== null && document.querySelector('.chart canvas') !== null && document.querySelector('.loading') === null`,
+  complete: `document.querySelector('[data-testid="open-total"]') !== null && document.querySelector('.chart canvas') !== null && document.querySelector('.loading, [aria-busy="true"]') === null`,
 };
 
 export const FINDINGS_SIGNALS: ViewSignals = {
