@@ -33,6 +33,8 @@ export interface FindingFilters {
   identifierMatch?: boolean;
   identifiers?: string[];
   labels?: string[];
+  /** The finding's issue summary contains this text, whatever the case (beyond SPEC §5.5: the triage page's search). */
+  summary?: string;
   sortBy?: 'score' | '-score';
   /** SPEC §12.1: OPEN at the reference instant and past (breached) or not past (within) its deadline. */
   sla?: SlaFilter;
@@ -138,6 +140,7 @@ const baseFields = {
   identifier: optional(z.string()).describe('Target identifier contains this text (case-sensitive)'),
   identifiers: optional(list).describe('Comma-separated target identifiers (exact)'),
   labels: optional(list).describe("Comma-separated labels: the finding's issue has at least one of them"),
+  summary: optional(z.string()).describe("The finding's issue summary contains this text, ignoring case (beyond SPEC §5.5)"),
   sortBy: optional(z.string()).describe('score or -score (default: ascending id)'),
   sla: optional(z.enum(SLA_FILTERS, { error: 'Invalid SLA' })).describe(
     'breached or within: OPEN at the reference instant and past, or not past, its remediation deadline (SPEC §12.1)',
@@ -223,6 +226,7 @@ export const FINDING_LIST_PARAMS = [
   'identifier',
   'identifiers',
   'labels',
+  'summary',
   'sortBy',
   'sla',
   'decision',
@@ -254,6 +258,7 @@ export function toFilters(q: ParsedFilterFields): FindingFilters {
   if (q.identifiermatch !== undefined) f.identifierMatch = q.identifiermatch;
   if (q.identifiers !== undefined && q.identifiers.length > 0) f.identifiers = q.identifiers;
   if (q.labels !== undefined && q.labels.length > 0) f.labels = q.labels;
+  if (q.summary !== undefined) f.summary = q.summary;
   if (q.sortBy === 'score' || q.sortBy === '-score') f.sortBy = q.sortBy;
   if (q.sla !== undefined) f.sla = q.sla;
   if (q.decision !== undefined) f.decision = q.decision;
