@@ -133,6 +133,28 @@ describe('the triage page', () => {
     expect(asked.length).toBeLessThanOrEqual(5);
   });
 
+  test('the overview shows its figures before its chart has arrived', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route(/\/stats\/open\/series/, async (route) => {
+      await held;
+      await route.continue();
+    });
+    try {
+      await page.goto(ui('/ui/'));
+      await expect.poll(() => page.getByTestId('breached-critical').textContent()).toBe('2');
+      expect(await page.getByTestId('open-total').textContent()).toBe('3');
+      expect(await page.locator('.chart canvas').count()).toBe(0);
+      expect(await page.locator('.chart-pending').textContent()).toContain('Loading the chart');
+      release();
+      await page.locator('.chart canvas').waitFor();
+      expect(await page.locator('[aria-busy="true"]').count()).toBe(0);
+    } finally {
+      release();
+      await page.unroute(/\/stats\/open\/series/);
+    }
+  });
+
   test('a finding of another team shows "not found"', async () => {
     await page.goto(ui(`/ui/findings/${slaFinding('s5', L)}`));
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Not found');
