@@ -11,7 +11,8 @@
  * the frame of its first figures), with the duration of every API call it made. Runs: "first"
  * (the service just started, nothing cached: the member's overview only), then --runs times
  * "cold" (the response cache in the private Redis emptied first; the engine's own caches stay
- * warm) followed by "warm" (the same view again: answers cached).
+ * warm) followed by "warm" (the same view again: answers cached). Then the chart's answer alone,
+ * uncached: one series request against the 13 atDate requests of the page before it had one.
  * Results: bench/results/ui-<scale>.json (each run also kept under bench/results/runs/) and the console.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -131,6 +132,40 @@ for (let i = 0; i < RUNS; i++) {
   }
 }
 
+/**
+ * The chart's answer alone, outside the browser, uncached: one series request against the 13
+ * atDate requests the page made before (all at once, as it sent them), alternated.
+ */
+const weeks = Array.from({ length: 13 }, (_, i) => new Date(Date.now() - (13 - i) * 7 * 86_400_000).toISOString().slice(0, 10));
+const CHART_SCOPES: Record<Role, string> = { member: `/api/v1/teams/${LARGE_TEAM}/stats/open`, admin: '/api/v1/stats/open' };
+async function timed(role: Role, paths: string[]): Promise<number> {
+  await emptyResponseCache();
+  const started = performance.now();
+  await Promise.all(
+    paths.map(async (p) => {
+      const res = await fetch(`${service.url}${p}`, { headers: { Authorization: `Bearer ${TOKENS[role]}` } });
+      await res.text();
+      if (res.status !== 200) throw new Error(`${p} answered ${res.status}`);
+    }),
+  );
+  return Math.round((performance.now() - started) * 10) / 10;
+}
+const chart: { role: Role; seriesMs: number[]; pointsMs: number[] }[] = [];
+for (const role of Object.keys(TOKENS) as Role[]) {
+  const base = CHART_SCOPES[role];
+  const row = { role, seriesMs: [] as number[], pointsMs: [] as number[] };
+  for (let i = 0; i < RUNS; i++) {
+    row.seriesMs.push(await timed(role, [`${base}/series?atDates=${weeks.join(',')}`]));
+    row.pointsMs.push(
+      await timed(
+        role,
+        weeks.map((d) => `${base}?atDate=${d}`),
+      ),
+    );
+  }
+  chart.push(row);
+}
+
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
@@ -166,6 +201,11 @@ for (const s of summary) {
     `| ${s.role} | ${s.view} | ${s.cache} | ${s.runs} | ${s.completeMs.median} (${s.completeMs.min}–${s.completeMs.max}) | ${s.firstFiguresMs.median} | ${s.calls} |`,
   );
 }
+for (const c of chart) {
+  console.log(
+    `${c.role}: the chart's 13 points uncached, one series request median ${median(c.seriesMs)} ms, 13 atDate requests at once median ${median(c.pointsMs)} ms`,
+  );
+}
 const firstViews = summary.filter((s) => s.view === 'overview');
 const worstMedian = Math.max(...firstViews.map((s) => s.completeMs.median));
 console.log(
@@ -188,6 +228,7 @@ const written = writeResults(`ui-${SCALE}`, {
   worstMedianFirstViewMs: worstMedian,
   met: worstMedian <= TARGET_MS,
   summary,
+  chart: chart.map((c) => ({ ...c, seriesMedianMs: median(c.seriesMs), pointsMedianMs: median(c.pointsMs) })),
   runs,
 });
 console.log(`results written to ${written.latest} and ${written.kept}`);
