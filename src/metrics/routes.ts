@@ -51,7 +51,7 @@ export const METRICS: readonly Metric[] = [
     clockDependent: () => false,
   },
   {
-    // Beyond SPEC §8.3 (README: Extensions): the 90-day chart of the triage page in one request.
+    // Beyond SPEC §8.3 (README: Decisions and deviations): the 90-day chart of the triage page in one request.
     name: 'open_series',
     path: 'stats/open/series',
     key: 'open_issues_series',
