@@ -1,6 +1,6 @@
 import { type SuppressedRows, suppressedRows } from '../decisions/suppression.js';
 import { type BySeverity, SEVERITIES, type Severity, zeroBySeverity } from '../domain/severity.js';
-import { findingsIn, labelsAndScores, merge, type Sql, sqlAt, state, statusAndTime, whereClause } from '../filters/sql.js';
+import { findingsIn, labelsAndScores, merge, type Sql, sqlAt, statusAndTime, whereClause } from '../filters/sql.js';
 import type { StatementOptions, Store } from '../storage/gateway.js';
 import { DataChanged } from '../storage/store-errors.js';
 import type { StatFilters } from './filters.js';
@@ -47,14 +47,26 @@ async function countsAtEach(store: Store, f: StatFilters, instants: number[], no
   });
 }
 
-/** One statement: per severity, a count of the findings OPEN at each instant. */
+/**
+ * One statement: per severity, a count of the findings OPEN at each instant. A finding's OPEN
+ * periods are disjoint (SPEC §2.6), so the findings OPEN at T (state.openAt: some period holds T)
+ * are as many as the periods holding T: the periods are counted, one row each, with plain
+ * comparisons (a lambda over each finding's arrays per instant costs several times more).
+ */
 async function openAtEach(store: Store, f: StatFilters, instants: number[], options: StatementOptions): Promise<BySeverity<number>[]> {
   const rows = findingsIn(f);
-  const at: Sql = { where: [], params: Object.fromEntries(instants.map((t, i) => [`seriesAt${i}`, sqlAt(t)])) };
-  const sql = merge(rows.scope, labelsAndScores(f), at);
-  const counts = instants.map((_, i) => `countIf(${state.openAt(`seriesAt${i}`)}) AS n${i}`).join(', ');
+  const at = (i: number) => `{seriesAt${i}:DateTime('UTC')}`;
+  const instantParams: Sql = { where: [], params: Object.fromEntries(instants.map((t, i) => [`seriesAt${i}`, sqlAt(t)])) };
+  const sql = merge(rows.scope, labelsAndScores(f), instantParams);
+  const last = instants.length - 1;
+  const counts = instants.map((_, i) => `countIf(period_found <= ${at(i)} AND ${at(i)} < period_fixed) AS n${i}`).join(', ');
   const found = await store.query<Record<string, unknown> & { severity: Severity }>(
-    `SELECT severity, ${counts} FROM ${rows.from} ${whereClause(sql)} GROUP BY severity`,
+    `SELECT severity, ${counts}
+     FROM (SELECT severity, found_at, fixed_at FROM ${rows.from} ${whereClause(sql)})
+     ARRAY JOIN found_at AS period_found, fixed_at AS period_fixed
+     -- Periods that hold none of the instants are left out before they are counted.
+     WHERE period_found <= ${at(last)} AND ${at(0)} < period_fixed
+     GROUP BY severity`,
     sql.params,
     options,
   );
