@@ -19,6 +19,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { Redis } from 'ioredis';
 import { tokenKeys } from '../src/metrics/keys.js';
 import { signJwt } from '../src/metrics/sign.js';
@@ -150,9 +151,22 @@ async function timed(role: Role, paths: string[]): Promise<number> {
   );
   return Math.round((performance.now() - started) * 10) / 10;
 }
+const answer = async (role: Role, p: string) =>
+  (await fetch(`${service.url}${p}`, { headers: { Authorization: `Bearer ${TOKENS[role]}` } })).json() as Promise<Record<string, unknown>>;
 const chart: { role: Role; seriesMs: number[]; pointsMs: number[] }[] = [];
 for (const role of Object.keys(TOKENS) as Role[]) {
   const base = CHART_SCOPES[role];
+  // The answers must agree before anything is timed: each point as its own request answers, on
+  // the chart's weeks and on every day of the synthetic history (January 2024), where they change.
+  for (const days of [weeks, Array.from({ length: 27 }, (_, i) => `2024-01-${String(i + 1).padStart(2, '0')}`)]) {
+    const series = (await answer(role, `${base}/series?atDates=${days.join(',')}`)).open_issues_series as { open_issues: unknown }[];
+    const points = await Promise.all(days.map(async (d) => (await answer(role, `${base}?atDate=${d}`)).open_issues));
+    const same = isDeepStrictEqual(
+      series.map((p) => p.open_issues),
+      points,
+    );
+    if (!same) throw new Error(`${role}: the series and the points differ:\n${JSON.stringify(series)}\n${JSON.stringify(points)}`);
+  }
   const row = { role, seriesMs: [] as number[], pointsMs: [] as number[] };
   for (let i = 0; i < RUNS; i++) {
     row.seriesMs.push(await timed(role, [`${base}/series?atDates=${weeks.join(',')}`]));
