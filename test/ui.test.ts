@@ -100,6 +100,61 @@ describe('the triage page', () => {
     expect(await page.getByTestId('active-decision').textContent()).toBe('none');
   });
 
+  test('the findings filter by issue text, and the address keeps it', async () => {
+    await page.goto(ui('/ui/findings?status=OPEN'));
+    await expect.poll(() => page.getByTestId('count').textContent()).toBe('3 findings');
+    await page.getByLabel('Issue contains').fill('CRITICAL');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(/summary=CRITICAL/);
+    await expect.poll(() => page.getByTestId('count').textContent()).toBe('2 findings');
+    await page.reload();
+    await expect.poll(() => page.getByTestId('count').textContent()).toBe('2 findings');
+    expect(await page.getByLabel('Issue contains').inputValue()).toBe('CRITICAL');
+    const issues = await page.locator('table.findings tbody td:nth-child(2)').allTextContents();
+    expect(issues).toEqual([C.summary, C.summary]);
+  });
+
+  test('the overview asks once for its 90-day chart, by the team’s own paths, and draws it', async () => {
+    const asked: string[] = [];
+    const record = (r: { url(): string }) => {
+      const url = new URL(r.url());
+      if (url.pathname.startsWith('/api/v1/')) asked.push(url.pathname + url.search);
+    };
+    page.on('request', record);
+    await page.goto(ui('/ui/'));
+    await page.locator('.chart canvas').waitFor();
+    await page.locator('[aria-busy="true"]').first().waitFor({ state: 'detached' });
+    page.off('request', record);
+    const series = asked.filter((p) => p.includes('/stats/open/series'));
+    expect(series).toHaveLength(1);
+    expect(new URL(series[0]!, 'http://x').searchParams.get('atDates')?.split(',')).toHaveLength(13);
+    expect(asked.filter((p) => p.includes('atDate='))).toEqual([]);
+    expect(asked.filter((p) => p.includes('/stats/')).every((p) => p.startsWith(`/api/v1/teams/${TEAM_X}/stats/`))).toBe(true);
+    expect(asked.length).toBeLessThanOrEqual(5);
+  });
+
+  test('the overview shows its figures before its chart has arrived', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route(/\/stats\/open\/series/, async (route) => {
+      await held;
+      await route.continue();
+    });
+    try {
+      await page.goto(ui('/ui/'));
+      await expect.poll(() => page.getByTestId('breached-critical').textContent()).toBe('2');
+      expect(await page.getByTestId('open-total').textContent()).toBe('3');
+      expect(await page.locator('.chart canvas').count()).toBe(0);
+      expect(await page.locator('.chart-pending').textContent()).toContain('Loading the chart');
+      release();
+      await page.locator('.chart canvas').waitFor();
+      expect(await page.locator('[aria-busy="true"]').count()).toBe(0);
+    } finally {
+      release();
+      await page.unroute(/\/stats\/open\/series/);
+    }
+  });
+
   test('a finding of another team shows "not found"', async () => {
     await page.goto(ui(`/ui/findings/${slaFinding('s5', L)}`));
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Not found');

@@ -18,6 +18,8 @@ const shoot = async (path: string, file: string) => {
   await page.goto(`${base}${path}`);
   await page.locator('main h1').first().waitFor();
   await page.locator('.loading').waitFor({ state: 'detached' });
+  // The overview's parts arrive one by one, each marked aria-busy until it is there.
+  await page.locator('[aria-busy="true"]').first().waitFor({ state: 'detached' });
   await page.screenshot({ path: `docs/images/${file}`, fullPage: false });
   console.log(`docs/images/${file}`);
 };

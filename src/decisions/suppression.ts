@@ -95,21 +95,22 @@ export class Suppression {
    * The findings suppressed at T (bound as PARAM): a condition on their id, unique across targets
    * (src/domain/ids.ts), which the engine tests faster than the pair (target_id, id).
    */
-  private async suppressedAt(t: number, decision?: string): Promise<Sql> {
+  private async suppressedAt(t: number, decision?: string, param = PARAM): Promise<Sql> {
     const which = decision ? ' AND decision = {supDecision:String}' : '';
     return {
-      where: [`id IN (SELECT finding_id FROM ${await this.intervals()} WHERE ${activeAt(PARAM)}${which})`],
-      params: { ...activeAtParams(PARAM, t), ...(decision ? { supDecision: decision } : {}) },
+      where: [`id IN (SELECT finding_id FROM ${await this.intervals()} WHERE ${activeAt(param)}${which})`],
+      params: { ...activeAtParams(param, t), ...(decision ? { supDecision: decision } : {}) },
     };
   }
 
   /**
    * The condition leaving out of a statistic the findings suppressed at `t` (SPEC §12.3), on the
    * rows of `findings` or a team's copy; undefined when nothing can be suppressed or includeSuppressed.
+   * `param` names the instant's parameter where one statement tests several instants (a series).
    */
-  async notSuppressedAt(f: SuppressionFilter, t: number): Promise<Sql | undefined> {
+  async notSuppressedAt(f: SuppressionFilter, t: number, param = PARAM): Promise<Sql | undefined> {
     if (f.includeSuppressed || !(await this.mayExist())) return undefined;
-    return this.not(await this.suppressedAt(t));
+    return this.not(await this.suppressedAt(t, undefined, param));
   }
 
   private not(suppressed: Sql): Sql {

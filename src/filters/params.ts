@@ -41,6 +41,8 @@ export interface FindingFilters {
   identifierMatch?: boolean;
   identifiers?: string[];
   labels?: string[];
+  /** The finding's issue summary contains this text, whatever the case (beyond SPEC §5.5: the triage page's search). */
+  summary?: string;
   sortBy?: 'score' | '-score';
   /** SPEC §12.1: OPEN at the reference instant and past (breached) or not past (within) its deadline. */
   sla?: SlaFilter;
@@ -111,6 +113,17 @@ const list = z.string().transform((v) =>
     .filter((s) => s !== ''),
 );
 
+/** The most dates one `atDates` may name: a chart's points, not a way around SPEC §5.6. */
+export const MAX_AT_DATES = 100;
+
+// Each date once, in ascending order: the order and repetitions of a request change nothing.
+const dateList = list.pipe(
+  z
+    .array(date)
+    .max(MAX_AT_DATES, { error: 'Malformed Date' })
+    .transform((days) => [...new Set(days)].sort((a, b) => a - b)),
+);
+
 export interface PageLimits {
   pageSizeDefault: number;
   pageSizeMax: number;
@@ -121,6 +134,9 @@ const baseFields = {
   page: optional(positiveInt('Malformed Page Number')).describe('Page number, from 1 (default 1)'),
   size: optional(positiveInt('Malformed Size Number')).describe('Page size, from 1 to PAGE_SIZE_MAX (default PAGE_SIZE_DEFAULT)'),
   atDate: optional(date).describe('YYYY-MM-DD: status and exposures at the start of that day (UTC); excludes minDate/maxDate'),
+  atDates: optional(dateList).describe(
+    `Comma-separated YYYY-MM-DD dates, at most ${MAX_AT_DATES}: the statistic at the start of each day, as atDate would give it`,
+  ),
   minDate: optional(date).describe('YYYY-MM-DD: start of a range (inclusive); with status OPEN rule 1, FIXED rule 2 of SPEC §4.3'),
   maxDate: optional(date).describe('YYYY-MM-DD: end of a range (the whole day included)'),
   minScore: optional(score).describe('Current score at least this (decimal number)'),
@@ -132,6 +148,7 @@ const baseFields = {
   identifier: optional(z.string()).describe('Target identifier contains this text (case-sensitive)'),
   identifiers: optional(list).describe('Comma-separated target identifiers (exact)'),
   labels: optional(list).describe("Comma-separated labels: the finding's issue has at least one of them"),
+  summary: optional(z.string()).describe("The finding's issue summary contains this text, ignoring case (beyond SPEC §5.5)"),
   sortBy: optional(z.string()).describe('score or -score (default: ascending id)'),
   sla: optional(z.enum(SLA_FILTERS, { error: 'Invalid SLA' })).describe(
     'breached or within: OPEN at the reference instant and past, or not past, its remediation deadline (SPEC §12.1)',
@@ -217,6 +234,7 @@ export const FINDING_LIST_PARAMS = [
   'identifier',
   'identifiers',
   'labels',
+  'summary',
   'sortBy',
   'sla',
   'decision',
@@ -248,6 +266,7 @@ export function toFilters(q: ParsedFilterFields): FindingFilters {
   if (q.identifiermatch !== undefined) f.identifierMatch = q.identifiermatch;
   if (q.identifiers !== undefined && q.identifiers.length > 0) f.identifiers = q.identifiers;
   if (q.labels !== undefined && q.labels.length > 0) f.labels = q.labels;
+  if (q.summary !== undefined) f.summary = q.summary;
   if (q.sortBy === 'score' || q.sortBy === '-score') f.sortBy = q.sortBy;
   if (q.sla !== undefined) f.sla = q.sla;
   if (q.decision !== undefined) f.decision = q.decision;

@@ -233,10 +233,19 @@ export function slaCondition(f: { sla?: SlaFilter | undefined; slaPolicy?: SlaPo
   };
 }
 
+/** Findings lists' `summary` (beyond SPEC §5.5): the issue's summary contains the text, ignoring case. */
+function issueSummary(f: { summary?: string | undefined }): Sql {
+  if (f.summary === undefined) return { where: [], params: {} };
+  return {
+    where: ['issue_id IN (SELECT id FROM issues_current WHERE positionCaseInsensitiveUTF8(summary, {issueSummary:String}) > 0)'],
+    params: { issueSummary: f.summary },
+  };
+}
+
 /** All of SPEC §5.5 for findings lists. */
 export function findingConditions(f: FindingFilters, now: number): ScopedRows {
   const rows = findingsIn(f);
-  const filters = merge(labelsAndScores(f), statusAndTime(f, now), slaCondition(f, sqlAt(f.atDate ?? now)));
+  const filters = merge(labelsAndScores(f), issueSummary(f), statusAndTime(f, now), slaCondition(f, sqlAt(f.atDate ?? now)));
   return {
     from: rows.from,
     scope: merge(rows.scope, filters),

@@ -10,7 +10,9 @@ export interface MetricDeclaration {
   path: string;
   params: readonly FieldName[];
   rejectAtDate?: boolean;
-  /** The database API's endpoint of the same statistic, whose summary and response it shares. */
+  /** A series: answers for each of its atDates, which it needs. */
+  requireAtDates?: boolean;
+  /** The database API's endpoint of the same statistic, whose summary and response it shares (a series: its own). */
   stat: Pick<Endpoint, 'summary' | 'response'>;
 }
 
@@ -18,7 +20,11 @@ const IGNORED = 'Parameters not listed are ignored without validation';
 
 /** A metric per team and globally (SPEC §8.3), declared once for the router (routes.ts) and the OpenAPI document. */
 export function metricEndpoints(metric: MetricDeclaration): { team: EndpointWithParams; global: EndpointWithParams } {
-  const atDate = metric.rejectAtDate ? '; atDate is refused (422 Invalid query params)' : '';
+  const atDate = metric.rejectAtDate
+    ? '; atDate is refused (422 Invalid query params)'
+    : metric.requireAtDates
+      ? '; atDates is required (422 Invalid query params without it)'
+      : '';
   const common = { method: 'get' as const, response: metric.stat.response, errors: [401, 403, 422, 503], cached: true };
   return {
     team: {

@@ -25,8 +25,11 @@ export function requestedTeams(query: RawQuery): string[] | undefined {
   return teams !== undefined && teams.length > 0 ? [...new Set(teams)].sort() : undefined;
 }
 
-/** Builds the parser of one endpoint's parameters (SPEC §8.3 table). */
-export function metricQuery(names: readonly FieldName[], opts: { rejectAtDate?: boolean } = {}) {
+/**
+ * Builds the parser of one endpoint's parameters (SPEC §8.3 table). `requireAtDates`: a series,
+ * which answers nothing without its dates.
+ */
+export function metricQuery(names: readonly FieldName[], opts: { rejectAtDate?: boolean; requireAtDates?: boolean } = {}) {
   const schema = querySchema(names);
   return (query: RawQuery, teams?: string[]): StatFilters => {
     // SPEC §5.6: more than 256 parameters (counted when src/http/query.ts parsed them).
@@ -41,6 +44,10 @@ export function metricQuery(names: readonly FieldName[], opts: { rejectAtDate?: 
       throw metricsErrors.invalidQuery();
     }
     if (teams?.some((t) => !isUuid(t))) throw metricsErrors.invalidQuery();
-    return toFilters(parsed.data);
+    const filters: StatFilters = toFilters(parsed.data);
+    const { atDates } = parsed.data as { atDates?: number[] };
+    if (atDates !== undefined && atDates.length > 0) filters.atDates = atDates;
+    else if (opts.requireAtDates) throw metricsErrors.invalidQuery();
+    return filters;
   };
 }

@@ -6,6 +6,8 @@ import { findingCounts } from '../stats/counts.js';
 import { currentExposureStats, totalExposureStats } from '../stats/exposure.js';
 import type { StatFilters } from '../stats/filters.js';
 import { mttrStats } from '../stats/mttr.js';
+import { openSeriesResponse } from '../stats/schema.js';
+import { openSeries } from '../stats/series.js';
 import { slaStats } from '../stats/sla.js';
 import type { SlaPolicy } from '../sla/policy.js';
 import type { Store } from '../storage/gateway.js';
@@ -46,6 +48,20 @@ export const METRICS: readonly Metric[] = [
     key: 'open_issues',
     params: COUNT_PARAMS,
     compute: (store, suppression, f, now) => findingCounts(store, suppression, 'OPEN', f, now),
+    clockDependent: () => false,
+  },
+  {
+    // Beyond SPEC §8.3 (README: Decisions and deviations): the 90-day chart of the triage page in one request.
+    name: 'open_series',
+    stat: {
+      summary: 'OPEN findings by severity at each of the atDates (one request for a chart; beyond SPEC §8.3)',
+      response: openSeriesResponse,
+    },
+    path: 'stats/open/series',
+    key: 'open_issues_series',
+    params: ['atDates', 'minScore', 'maxScore', 'identifiers', 'labels', 'includeSuppressed'],
+    requireAtDates: true,
+    compute: (store, suppression, f) => openSeries(store, suppression, f),
     clockDependent: () => false,
   },
   {
@@ -134,7 +150,10 @@ export function metricRoutes(deps: MetricRouteDeps): Router {
   };
 
   for (const metric of METRICS) {
-    const parse = metricQuery(metric.params, metric.rejectAtDate ? { rejectAtDate: true } : {});
+    const parse = metricQuery(metric.params, {
+      rejectAtDate: metric.rejectAtDate ?? false,
+      requireAtDates: metric.requireAtDates ?? false,
+    });
     const endpoints = metricEndpoints(metric);
 
     router.get(routePath(endpoints.team), deps.authenticate, async (ctx) => {

@@ -9,4 +9,6 @@ export interface StatFilters extends Scope, Omit<TimeFilter, 'status'>, Suppress
   labels?: string[] | undefined;
   minScore?: number | undefined;
   maxScore?: number | undefined;
+  /** The instants of a series (start of each `atDates` day, ascending): each point as `atDate` would select. */
+  atDates?: number[] | undefined;
 }

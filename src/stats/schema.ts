@@ -22,6 +22,23 @@ export const openStatsResponse = z
   .strict()
   .describe('Open findings statistic');
 
+/** GET /api/v1/stats/open/series (beyond SPEC §8.3): /stats/open at each of the atDates. */
+export const openSeriesResponse = z
+  .object({
+    open_issues_series: z
+      .array(
+        z
+          .object({
+            date: z.string().describe('YYYY-MM-DD: one of atDates'),
+            open_issues: severityCountsSchema.describe('OPEN findings by severity at the start of that day, as /stats/open?atDate answers'),
+          })
+          .strict(),
+      )
+      .describe('One point per date of atDates, ascending, each date once'),
+  })
+  .strict()
+  .describe('Open findings statistic at several instants');
+
 /** GET /stats/fixed. */
 export const fixedStatsResponse = z
   .object({ fixed_issues: severityCountsSchema.describe('FIXED findings by severity (now, at atDate, or fixed in the range)') })

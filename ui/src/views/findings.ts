@@ -8,7 +8,7 @@ import { type Caller, type FindingList, SEVERITIES, type Severity } from '../typ
 /** The findings table: the filters of SPEC §5.5 a person needs, sorting and the API's pages. */
 
 const PAGE_SIZE = 20;
-const FILTERS = ['team', 'status', 'severity', 'sla', 'decision', 'identifier', 'sortBy', 'page'] as const;
+const FILTERS = ['team', 'status', 'severity', 'sla', 'decision', 'identifier', 'summary', 'sortBy', 'page'] as const;
 type Filters = Partial<Record<(typeof FILTERS)[number], string>>;
 
 const filtersOf = (params: URLSearchParams): Filters =>
@@ -23,6 +23,7 @@ function listQuery(f: Filters, caller: Caller): string {
     sla: f.sla,
     decision: f.decision,
     identifier: f.identifier,
+    summary: f.summary,
     ...(f.severity ? SCORE_BOUNDS[f.severity as Severity] : {}),
     sortBy: f.sortBy ?? '-score',
     page: f.page ?? '1',
@@ -45,7 +46,8 @@ export function FindingsView({ api, caller, params }: { api: Api; caller: Caller
     <h1>Findings</h1>
     <form class="filters" role="search" onSubmit=${(e: Event) => {
       e.preventDefault();
-      go({ identifier: String(new FormData(e.target as HTMLFormElement).get('identifier') ?? '') });
+      const form = new FormData(e.target as HTMLFormElement);
+      go({ identifier: String(form.get('identifier') ?? ''), summary: String(form.get('summary') ?? '') });
     }}>
       ${select('team', 'Team', [['', caller.admin ? 'every team' : 'all my teams'], ...teams])}
       ${select('status', 'Status', [
@@ -71,6 +73,7 @@ export function FindingsView({ api, caller, params }: { api: Api; caller: Caller
         ['score', 'lowest score first'],
       ])}
       <label>Target contains <input name="identifier" type="search" value=${f.identifier ?? ''} /></label>
+      <label>Issue contains <input name="summary" type="search" value=${f.summary ?? ''} /></label>
       <button type="submit">Apply</button>
     </form>
     ${loaded.state === 'loading' && html`<p class="loading">Loading…</p>`}
