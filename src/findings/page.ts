@@ -202,26 +202,18 @@ export async function findingPage(
     const found = pageCanHoldRows(page)
       ? await store.query<StoredFinding & { page_total?: number }>(
           inIdOrderPage(store.keyed, selected.inIdOrder.from, whereClause(ordered), joined ? total?.sql : undefined),
-          {
-            ...params,
-            ...pageParams(page),
-          },
+          { ...params, ...pageParams(page) },
         )
       : [];
     const context = await withTheirContext(store, found, joined, total);
     const told = total ? (joined ? found[0]?.page_total : context.total) : undefined;
     const counted = total ? await toldTotal(store, count, page, found.length, told) : await pageTotal(store, count, page, found.length);
     const rows = context.rows.map(withContext).sort(byIdText);
-    return {
-      rows: await withDecisionsAt(
-        suppression.decisionsAt(
-          rows.map((r) => r.id),
-          t,
-        ),
-        rows,
-      ),
-      pagination: pagination(page, counted),
-    };
+    const decided = suppression.decisionsAt(
+      rows.map((r) => r.id),
+      t,
+    );
+    return { rows: await withDecisionsAt(decided, rows), pagination: pagination(page, counted) };
   }
   const params = { ...where.params, ...total?.params };
   const count: CountStatement = { sql: countSql(selected.from, whereClause(where)), params };

@@ -6,7 +6,7 @@ import type { Logger } from '../log.js';
 import { createDbApi } from '../app.js';
 import { openDbApiWarning } from '../auth/db-api.js';
 import { JwksKeySet } from '../auth/jwks.js';
-import { startDecisionEffects, type DecisionEffects } from '../decisions/effects.js';
+import { startDecisionEffects, type DecisionEffects } from './decision-effects.js';
 import { nowSeconds } from '../domain/time.js';
 import { answerClientErrors } from '../http/client-errors.js';
 import { closeServer, listen } from '../http/servers.js';

@@ -5,10 +5,10 @@ import { decisionEvent, enqueueEvents, notificationsQueue } from '../notificatio
 import type { RedisNames } from '../queue/redis.js';
 import type { Store } from '../storage/gateway.js';
 import { teamsOf } from '../teams/associations.js';
-import { watchExpiries } from './expiry.js';
-import type { DecisionAction } from './routes.js';
-import type { Decision } from './store.js';
-import type { Suppression } from './suppression.js';
+import { watchExpiries } from '../decisions/expiry.js';
+import type { DecisionAction } from '../decisions/routes.js';
+import type { Decision } from '../decisions/store.js';
+import type { Suppression } from '../decisions/suppression.js';
 
 /**
  * What follows a decision (SPEC §12.3, §9.1), started with the APIs:
