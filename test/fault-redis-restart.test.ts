@@ -58,11 +58,16 @@ describe('Redis restarted under a service ingesting through POST /checks (a priv
 
     const third = Math.floor(sent.length / 3);
     await postAll(sent.slice(0, third));
-    // Redis goes away while reports keep coming (and while the worker holds some).
-    const outage = postAll(sent.slice(third, 2 * third));
+    // Redis goes away while reports keep coming (and while the worker holds some); the second half
+    // of these is sent only once it is down, so that a fast host cannot answer them all before.
+    const middle = sent.slice(third, 2 * third);
+    const half = Math.floor(middle.length / 2);
+    const inFlight = postAll(middle.slice(0, half));
     await sleep(300);
     await redis.shutdown();
     const downAt = answers.length;
+    await inFlight;
+    const outage = postAll(middle.slice(half));
     await sleep(2500);
     redis = await startPrivateRedis({ port: redis.port, dir, persistence: 'aof' });
     await outage;
