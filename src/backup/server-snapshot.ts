@@ -1,9 +1,10 @@
 import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
 import { type Destination, DestinationError, destinationSql, shown } from './destination.js';
-import { backupList, capture, derive, type Frozen, prepareFreeze, scratchName, thaw } from './freeze.js';
-import { differences, missingTables, SnapshotError, snapshotTables, type StoredTable, tableSums } from './manifest.js';
+import { backupList, capture, derive, type Frozen, prepareFreeze, thaw } from './freeze.js';
+import { SnapshotError, snapshotTables, type StoredTable } from './manifest.js';
 import { readServerManifest, restoreBackup } from './server-restore.js';
+import { differencesOfCopy } from './verify.js';
 import { COPY_PREFIX, MANIFEST_DB, MANIFEST_TABLE, runAsync, type ServerManifest } from './server-backups.js';
 import { describe, type SnapshotProgress } from './snapshot.js';
 
@@ -59,17 +60,13 @@ async function verifyBackup(
 ) {
   const recorded = await readServerManifest(store, dest);
   if (JSON.stringify(recorded) !== JSON.stringify(manifest)) throw new SnapshotError(`${shown(dest)}: the manifest reads back differently`);
-  const scratch = scratchName(store.database, 'verify');
-  await store.command(`CREATE DATABASE ${scratch}`);
-  try {
-    await restoreBackup(store, dest, manifest, scratch, () => {});
-    const tables = await snapshotTables(store, scratch);
-    const sums = await tableSums(store, scratch, tables, (done, of) => onProgress({ phase: 'verify', done, of }));
-    const wrong = [...missingTables(source, tables), ...differences(manifest.tables, sums)];
-    if (wrong.length > 0) throw new SnapshotError(`the backup differs from the store it copied: ${wrong.join('; ')}`);
-  } finally {
-    await store.command(`DROP DATABASE IF EXISTS ${scratch} SYNC`, undefined, { timeoutMs: 0 });
-  }
+  const wrong = await differencesOfCopy(store, {
+    source,
+    recorded: manifest.tables,
+    restore: (scratch) => restoreBackup(store, dest, manifest, scratch, () => {}),
+    onTable: (done, of) => onProgress({ phase: 'verify', done, of }),
+  });
+  if (wrong.length > 0) throw new SnapshotError(`the backup differs from the store it copied: ${wrong.join('; ')}`);
 }
 
 /** Takes a snapshot to `dest`; resolves to its manifest once the backup is complete and verified. */

@@ -1,17 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CommitGate } from '../locks/commit-gate.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../storage/gateway.js';
+import { differencesOfCopy } from './verify.js';
 import { backupList, capture, derive, type Frozen, prepareFreeze, thaw } from './freeze.js';
 import {
   copiedAsFile,
-  differences,
   folderBytes,
   type Manifest,
   MANIFEST_FILE,
-  missingTables,
   readManifest,
   SnapshotError,
   snapshotTables,
@@ -104,16 +102,13 @@ export async function describe(store: Store, frozen: Frozen, onProgress: (p: Sna
 
 /** Verifies the written copy: restored into a scratch database, its sums must be the recorded ones. */
 async function verify(store: Store, dir: string, manifest: Manifest, tables: StoredTable[], onProgress: (p: SnapshotProgress) => void) {
-  const scratch = `${store.database}_verify_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
-  await store.command(`CREATE DATABASE ${scratch}`);
-  try {
-    await restoreInto(store, dir, store.database, scratch, tables);
-    const sums = await tableSums(store, scratch, tables, (done, of) => onProgress({ phase: 'verify', done, of }));
-    const wrong = [...missingTables(tables, await snapshotTables(store, scratch)), ...differences(manifest.tables, sums)];
-    if (wrong.length > 0) throw new SnapshotError(`the snapshot differs from the store it copied: ${wrong.join('; ')}`);
-  } finally {
-    await store.command(`DROP DATABASE IF EXISTS ${scratch} SYNC`, undefined, { timeoutMs: 0 });
-  }
+  const wrong = await differencesOfCopy(store, {
+    source: tables,
+    recorded: manifest.tables,
+    restore: (scratch) => restoreInto(store, dir, store.database, scratch, tables),
+    onTable: (done, of) => onProgress({ phase: 'verify', done, of }),
+  });
+  if (wrong.length > 0) throw new SnapshotError(`the snapshot differs from the store it copied: ${wrong.join('; ')}`);
 }
 
 /** Takes a snapshot into `dir` (see checkSnapshotDir); resolves to its manifest once verified. */
