@@ -23,12 +23,10 @@ import { LARGE_TEAM, openDataset, type Scale } from './lib/dataset.js';
 import { connectBenchClient } from './lib/http-client.js';
 import { ownedStore } from './lib/owned-store.js';
 import { writeResults } from './lib/results.js';
+import { optionOf } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1]! : fallback;
-};
+const arg = optionOf(args);
 const scale = arg('scale', '100k') as Scale;
 const RUNS = Number(arg('runs', '60'));
 const WARMUP = 5;

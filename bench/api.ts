@@ -25,12 +25,10 @@ import { connectBenchClient } from './lib/http-client.js';
 import { writeResults } from './lib/results.js';
 import { removeDecisions, seedDecisions } from './lib/decisions.js';
 import { ownedStore } from './lib/owned-store.js';
+import { optionOf } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1]! : fallback;
-};
+const arg = optionOf(args);
 const scaleArg = arg('scale', 'all');
 const scales = (scaleArg === 'all' ? Object.keys(SCALES) : [scaleArg]) as Scale[];
 const RUNS = Number(arg('runs', '100'));

@@ -31,12 +31,10 @@ import { dataDirOf, SCALES, type Scale } from './lib/dataset.js';
 import { copyDataset } from './lib/load-procs.js';
 import { syntheticReports } from './lib/synthetic.js';
 import { writeResults } from './lib/results.js';
+import { optionOf } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1]! : fallback;
-};
+const arg = optionOf(args);
 const SCALE = arg('scale', '100k') as Scale;
 const SIZES = arg('sizes', '1,35,200').split(',').map(Number);
 const REPEAT = Number(arg('repeat', '5'));

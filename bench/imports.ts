@@ -30,12 +30,10 @@ import { checkReport } from '../src/queue/contract.js';
 import { writeResults } from './lib/results.js';
 import { syntheticReports, VULNS_PER_REPORT } from './lib/synthetic.js';
 import { ownedStore } from './lib/owned-store.js';
+import { optionOf } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1]! : fallback;
-};
+const arg = optionOf(args);
 const REPORTS = Number(arg('reports', '10000'));
 const ROUNDS = Number(arg('rounds', '1'));
 const SCANS = 25;

@@ -37,12 +37,10 @@ import { writeResults } from './lib/results.js';
 import { targetId } from '../src/domain/ids.js';
 import { BUNDLE_MAX_REPORTS, BUNDLE_SIZE } from '../src/queue/contract.js';
 import { ownedStore } from './lib/owned-store.js';
+import { optionOf } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1]! : fallback;
-};
+const arg = optionOf(args);
 const REPORTS = Number(arg('reports', '200000'));
 const SCANS = 25;
 const TARGETS = Math.ceil(REPORTS / SCANS);

@@ -41,12 +41,10 @@ import { rawRequest, runMix, type MixPaths, type RawAnswer } from './lib/load-ht
 import { copyDataset, freePort, procCpuSeconds, startPrivateRedis, startService } from './lib/load-procs.js';
 import { batchFigures, lagFigures, type PhaseRun, phaseFigures, phaseTargets, printPhases, r1, r2, ratiosTo } from './lib/load-phases.js';
 import { writeResults } from './lib/results.js';
+import { optionOf } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1]! : fallback;
-};
+const arg = optionOf(args);
 const SCALE = arg('scale', '1m') as Scale;
 if (!(SCALE in SCALES)) throw new Error(`--scale must be one of ${Object.keys(SCALES).join(', ')}`);
 const DURATION = Number(arg('duration', '300'));

@@ -23,12 +23,10 @@ import { isDeepStrictEqual } from 'node:util';
 import autocannon from 'autocannon';
 import { writeResults } from './lib/results.js';
 import { ownedStore } from './lib/owned-store.js';
+import { optionOf } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1]! : fallback;
-};
+const arg = optionOf(args);
 
 interface LoadSpec {
   url: string;

@@ -29,12 +29,10 @@ import { dataDirOf, LARGE_TEAM, SCALES, type Scale } from './lib/dataset.js';
 import { copyDataset, freePort, startPrivateRedis, startService } from './lib/load-procs.js';
 import { writeResults } from './lib/results.js';
 import { FINDINGS_SIGNALS, OVERVIEW_SIGNALS, timeView, type ViewSignals, type ViewTiming } from './lib/ui-timing.js';
+import { optionOf } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1]! : fallback;
-};
+const arg = optionOf(args);
 const SCALE = arg('scale', '100k') as Scale;
 if (!(SCALE in SCALES)) throw new Error(`--scale must be one of ${Object.keys(SCALES).join(', ')}`);
 const RUNS = Number(arg('runs', '5'));
