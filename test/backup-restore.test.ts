@@ -18,6 +18,7 @@ import { loadMigrations, migrate } from '../src/storage/migrate.js';
 import { copyAllToTeams } from '../src/teams/team-copies.js';
 import { fid, I1, I3, iid, loadCatalog, NOW, reports as catalog, sid, T1, T2, TEAM_A, TEAM_B, tid } from './support/api-catalog.js';
 import { testStoreConfig } from './support/engine.js';
+import { backToSchema15 } from './support/older-schema.js';
 import { ADMIN_TOKEN, METRICS_SECRET, putDecision } from './support/metrics.js';
 import { report, V, worked } from './support/reports.js';
 import { json, startTestService, type TestService } from './support/service.js';
@@ -242,15 +243,7 @@ describe('a snapshot of an older schema', () => {
     stores.push(old, target);
     await migrate(old);
     await ingest(old);
-    // Back to version 15: the view of 0018, the columns of 0017 and the tables of 0016 gone.
-    await old.command('DROP VIEW decision_revocations');
-    for (const t of ['findings', 'team_findings']) {
-      await old.command(`ALTER TABLE ${t} DROP COLUMN fix_seconds`);
-      await old.command(`ALTER TABLE ${t} DROP COLUMN latest_at`);
-    }
-    await old.command('DROP TABLE finding_decisions');
-    await old.command('DROP TABLE finding_decision_revocations');
-    await old.command('DELETE FROM schema_migrations WHERE version >= 16');
+    await backToSchema15(old);
 
     const dir = path.join(tempDir(), 'old');
     const manifest = await takeSnapshot({ store: old, gate: new CommitGate(), log: silentLogger }, dir);

@@ -17,6 +17,7 @@ import { openStore, type Store } from '../src/storage/gateway.js';
 import { loadMigrations, migrate } from '../src/storage/migrate.js';
 import { reports as catalog, sid } from './support/api-catalog.js';
 import { testStoreConfig } from './support/engine.js';
+import { backToSchema15 } from './support/older-schema.js';
 import { report, V } from './support/reports.js';
 import { REDIS_URL } from './support/service.js';
 import { snapshot } from './support/snapshot.js';
@@ -160,15 +161,7 @@ describe('a server-mode snapshot of an older schema', () => {
     const old = await open();
     await migrate(old);
     await ingestBatch(old, catalog.map(prepare), { now: 1_800_000_000 });
-    // Back to version 15: the view of 0018, the columns of 0017 and the tables of 0016 gone.
-    await old.command('DROP VIEW decision_revocations');
-    for (const t of ['findings', 'team_findings']) {
-      await old.command(`ALTER TABLE ${t} DROP COLUMN fix_seconds`);
-      await old.command(`ALTER TABLE ${t} DROP COLUMN latest_at`);
-    }
-    await old.command('DROP TABLE finding_decisions');
-    await old.command('DROP TABLE finding_decision_revocations');
-    await old.command('DELETE FROM schema_migrations WHERE version >= 16');
+    await backToSchema15(old);
 
     const dest = disk(randomUUID());
     const manifest = await takeServerSnapshot({ store: old, hold, log: silentLogger }, dest);
