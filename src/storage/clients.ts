@@ -31,6 +31,10 @@ const sessionSettings: ClickHouseSettings = {
   // Answers here are small: formatting them on other threads costs more in hand-offs (about half a
   // millisecond per statement in the embedded engine) than it saves.
   output_format_parallel_formatting: 0,
+  // An ingest batch's findings insert feeds seven materialized views (counters, team copies, issue
+  // counts): pushed one after the other they were most of a small batch's fixed cost
+  // (bench/HISTORY.md, issue 32); pushed concurrently the insert returns sooner.
+  parallel_view_processing: 1,
 };
 
 /**
