@@ -4,7 +4,7 @@ import { freshStore } from './support/engine.js';
 /**
  * The embedded engine runs one statement at a time; the ingest worker's statements (a prioritized
  * view of the store) go before ordinary ones already waiting, so API load cannot starve ingestion,
- * but at most one in a row while ordinary ones wait (a bounded share, issue 32).
+ * but at most two in a row while ordinary ones wait (a bounded share, issue 32).
  */
 
 describe('the prioritized view of the embedded store', () => {
@@ -19,7 +19,7 @@ describe('the prioritized view of the embedded store', () => {
     expect(order).toEqual(['slow', 'prioritized', 'ordinary 1', 'ordinary 2', 'ordinary 3']);
   });
 
-  it('given prioritized and ordinary statements waiting, when they take turns, then prioritized and ordinary ones alternate', async () => {
+  it('given prioritized and ordinary statements waiting, when they take turns, then an ordinary one runs after at most two prioritized ones', async () => {
     const store = await freshStore();
     const urgent = store.prioritized();
     const order: string[] = [];
@@ -27,7 +27,7 @@ describe('the prioritized view of the embedded store', () => {
     const batch = [1, 2, 3, 4].map((i) => urgent.query(`SELECT ${i} AS n`).then(() => order.push(`prioritized ${i}`)));
     const api = [1, 2].map((i) => store.query(`SELECT ${i} AS n`).then(() => order.push(`ordinary ${i}`)));
     await Promise.all([slow, ...batch, ...api]);
-    expect(order).toEqual(['slow', 'prioritized 1', 'ordinary 1', 'prioritized 2', 'ordinary 2', 'prioritized 3', 'prioritized 4']);
+    expect(order).toEqual(['slow', 'prioritized 1', 'prioritized 2', 'ordinary 1', 'prioritized 3', 'prioritized 4', 'ordinary 2']);
   });
 
   it('given no prioritized statement, when ordinary ones wait, then they run in the order given', async () => {

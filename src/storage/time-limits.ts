@@ -38,11 +38,10 @@ export type Exec = <R>(call: (limits: Limits) => Promise<R>) => Promise<R>;
 /**
  * Of the turns taken while both lanes wait, the prioritized lane has at most this many in a row
  * before an ordinary statement gets one: API statements (milliseconds each) interleave with a
- * batch's statements instead of waiting behind the whole batch (an API statement waits for at
- * most one of them), and the batch still has half of the engine's turns while API load keeps
- * statements queued.
+ * batch's statements instead of waiting behind the whole batch, and the batch still has two
+ * thirds of the engine while API load keeps statements queued.
  */
-export const URGENT_TURNS_IN_A_ROW = 1;
+export const URGENT_TURNS_IN_A_ROW = 2;
 
 /**
  * The embedded engine's statements, one after the other (see above), in two lanes: a statement of
