@@ -7,7 +7,7 @@ import { importRoutes } from './imports/routes.js';
 import { nowSeconds } from './domain/time.js';
 import { parentFindingRoutes } from './findings/parent-routes.js';
 import { findingRoutes } from './findings/routes.js';
-import type { ApiContext } from './http/context.js';
+import type { ApiContext } from './api-context.js';
 import { issueRoutes } from './issues/routes.js';
 import { docsRoutes } from './openapi/routes.js';
 import { sourceRoutes } from './sources/routes.js';

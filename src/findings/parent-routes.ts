@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { scopeOf, targetsInScope } from '../auth/scope.js';
 import { isUuid } from '../domain/uuid.js';
 import { findingListQuery, paging, parseQuery } from '../filters/params.js';
-import type { ApiContext } from '../http/context.js';
+import type { ApiContext } from '../api-context.js';
 import { routePath } from '../http/endpoint.js';
 import { sourceById } from '../sources/queries.js';
 import { answerFindingList, answerMttr, issuesOfTargetList, issueTargetFinding, targetsOfIssueList } from './answers.js';

@@ -4,7 +4,7 @@ import { formatInstant, NEVER } from '../domain/time.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
 import { findingListQuery, paging, parseQuery } from '../filters/params.js';
-import type { ApiContext } from '../http/context.js';
+import type { ApiContext } from '../api-context.js';
 import { routePath } from '../http/endpoint.js';
 import { emptyPage } from '../storage/paged.js';
 import { answerFindingList, answerMttr, oneFinding } from './answers.js';

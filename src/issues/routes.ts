@@ -3,7 +3,7 @@ import { issuesInScope, scopeOf } from '../auth/scope.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
 import { paging, parseQuery } from '../filters/params.js';
-import type { ApiContext } from '../http/context.js';
+import type { ApiContext } from '../api-context.js';
 import { routePath } from '../http/endpoint.js';
 import { ISSUE_ENDPOINTS as E } from './endpoints.js';
 import { issuePage, issuesByIds } from './queries.js';

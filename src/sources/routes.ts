@@ -4,7 +4,7 @@ import { scopeOf, targetsInScope } from '../auth/scope.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
 import { paging, parseQuery } from '../filters/params.js';
-import type { ApiContext } from '../http/context.js';
+import type { ApiContext } from '../api-context.js';
 import { routePath } from '../http/endpoint.js';
 import { SOURCE_ENDPOINTS as E } from './endpoints.js';
 import { sourceById, sourcePage } from './queries.js';

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { scopeOf, targetsInScope, withinScope } from '../auth/scope.js';
 import { checkDates, paging, parseQuery, toFilters, type FieldName } from '../filters/params.js';
-import type { ApiContext } from '../http/context.js';
+import type { ApiContext } from '../api-context.js';
 import { routePath } from '../http/endpoint.js';
 import { assetStats } from './assets.js';
 import { STAT_ENDPOINTS as E } from './endpoints.js';

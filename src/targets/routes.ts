@@ -4,7 +4,7 @@ import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
 import { paging, parseQuery, toFilters } from '../filters/params.js';
 import { readJsonBody } from '../http/body.js';
-import type { ApiContext } from '../http/context.js';
+import type { ApiContext } from '../api-context.js';
 import { routePath } from '../http/endpoint.js';
 import { describeIssues } from '../queue/contract.js';
 import { LockTimeout, type Locks } from '../locks/target-locks.js';
