@@ -139,9 +139,6 @@ const ALLOWED: Record<string, string> = {
   'domain/ids.ts NAMESPACE': 'the UUID namespace as bytes: only ever copied from, never written',
   'domain/ids.ts scratch':
     'the hashing buffer of uuidv5, filled and read within one synchronous call (no answer depends on what it held before); 5× faster ids for ingestion',
-  'domain/ids.ts issueIds':
-    'a bounded memo of a pure function (ids are UUIDv5 of their key): it changes how fast an id comes, never which id',
-  'domain/ids.ts findingIds': 'as issueIds',
 };
 
 /** Top-level functions of a file, by name: declarations and `const f = (…) => …`. */
