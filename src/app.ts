@@ -7,7 +7,7 @@ import { importRoutes } from './imports/routes.js';
 import { nowSeconds } from './domain/time.js';
 import { parentFindingRoutes } from './findings/parent-routes.js';
 import { findingRoutes } from './findings/routes.js';
-import type { ApiContext } from './http/context.js';
+import type { ApiContext } from './api-context.js';
 import { issueRoutes } from './issues/routes.js';
 import { docsRoutes } from './openapi/routes.js';
 import { sourceRoutes } from './sources/routes.js';
@@ -28,6 +28,7 @@ import { targetRoutes } from './targets/routes.js';
 import type { TotalsRewriter } from './ingest/totals.js';
 import { observeRequests } from './observability/requests.js';
 import type { Suppression } from './decisions/suppression.js';
+import type { ServiceMetrics } from './observability/metrics.js';
 
 /** The database API (SPEC §5–§6): builds the Koa app from its dependencies; never listens. */
 
@@ -54,11 +55,13 @@ export interface DbApiDeps {
   auth?: TokenKeys | undefined;
   /** Remediation deadlines (SPEC §12.1, SLA_DAYS); none: the default policy. */
   slaPolicy?: SlaPolicy | undefined;
+  /** The process's Prometheus collectors (src/service.ts); none: nothing counted (tests, tools). */
+  metrics?: ServiceMetrics | undefined;
 }
 
 export function createDbApi(deps: DbApiDeps): Koa {
   const app = new Koa();
-  app.use(observeRequests(deps.log, 'database'));
+  app.use(observeRequests(deps.log, 'database', deps.metrics));
   app.use(errorMiddleware(dbApiBody, deps.log));
   app.use(ignoreTrailingSlash);
   useLinearQuery(app);
@@ -73,12 +76,14 @@ export function createDbApi(deps: DbApiDeps): Koa {
     pageSizeDefault: deps.pageSizeDefault,
     pageSizeMax: deps.pageSizeMax,
     now: deps.now ?? nowSeconds,
-    cache: deps.cache ? new ResponseCache('db', { ...deps.cache, variant: slaVariant(deps.slaPolicy) }, deps.log) : undefined,
+    cache: deps.cache
+      ? new ResponseCache('db', { ...deps.cache, variant: slaVariant(deps.slaPolicy), metrics: deps.metrics }, deps.log)
+      : undefined,
     slaPolicy: deps.slaPolicy ?? DEFAULT_SLA_POLICY,
   };
   const routers = [
-    checkRoutes({ queue: deps.queue, maxReportBytes: deps.maxReportBytes, log: deps.log }),
-    importRoutes({ queue: deps.queue, maxReportBytes: deps.maxReportBytes, log: deps.log, now: api.now }),
+    checkRoutes({ queue: deps.queue, maxReportBytes: deps.maxReportBytes, log: deps.log, metrics: deps.metrics }),
+    importRoutes({ queue: deps.queue, maxReportBytes: deps.maxReportBytes, log: deps.log, now: api.now, metrics: deps.metrics }),
     findingRoutes(api),
     sourceRoutes(api),
     issueRoutes(api),

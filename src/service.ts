@@ -13,7 +13,7 @@ import { TargetLocks, type Locks } from './locks/target-locks.js';
 import type { Logger } from './log.js';
 import { notificationsQueue } from './notifications/emit.js';
 import { QUEUE_BOARD_PATH, startAdmin } from './admin/server.js';
-import { recordBuildInfo } from './observability/metrics.js';
+import { ServiceMetrics } from './observability/metrics.js';
 import { bundlesQueue, checksQueue } from './queue/producer.js';
 import { defaultRedisNames, requestConnection, whenReady, type RedisNames } from './queue/redis.js';
 import { startApiRole } from './roles/apis.js';
@@ -23,7 +23,7 @@ export type { ServiceOptions };
 import { StopDeadline } from './roles/stop-deadline.js';
 import { startWorkerRole } from './roles/worker.js';
 import { gatedStore } from './storage/gated-store.js';
-import { openStore, ownsItsData, type Store } from './storage/gateway.js';
+import { openStore, ownsItsData, type Store, storeDescription } from './storage/gateway.js';
 import { migrate } from './storage/migrate.js';
 
 /**
@@ -61,15 +61,15 @@ export interface Service {
   close(): Promise<void>;
 }
 
-async function openMigratedStore(config: Config, log: Logger): Promise<Store> {
+async function openMigratedStore(config: Config, log: Logger, metrics: ServiceMetrics): Promise<Store> {
   // The configured limit, also when a caller swapped config.store (tests open fresh databases).
-  const store = await openStore({ ...config.store, queryTimeoutMs: config.queryTimeoutMs }, log.child({ component: 'clickhouse' }));
+  const store = await openStore(
+    { ...config.store, queryTimeoutMs: config.queryTimeoutMs },
+    log.child({ component: 'clickhouse' }),
+    metrics,
+  );
   await migrate(store, log);
-  log.info('store ready', {
-    mode: store.mode,
-    database: store.database,
-    ...(ownsItsData(store) ? { path: config.store.embeddedPath } : {}),
-  });
+  log.info('store ready', storeDescription(store, config.store.embeddedPath));
   return store;
 }
 
@@ -77,7 +77,9 @@ async function openMigratedStore(config: Config, log: Logger): Promise<Store> {
 async function sharedContext(config: Config, opts: ServiceOptions): Promise<{ shared: RoleContext; gateConnection?: Redis | undefined }> {
   const { log } = opts;
   const names = opts.names ?? defaultRedisNames;
-  const opened = await openMigratedStore(config, log);
+  // The process's Prometheus registry and collectors: one per service, passed to what counts.
+  const metrics = new ServiceMetrics();
+  const opened = await openMigratedStore(config, log, metrics);
   // Closed while a snapshot is taken (src/backup): every write of the process passes it. Against a
   // server, other processes write too and `vulndb backup` closes it from yet another: it lives in
   // Redis, on a connection that fails fast like the request paths' (a write refused while Redis is
@@ -105,20 +107,21 @@ async function sharedContext(config: Config, opts: ServiceOptions): Promise<{ sh
     dataVersion: new DataVersion(redis, names, log.child({ component: 'cache' }), () => suppression.changed()),
     suppression,
     gate,
+    metrics,
   };
   return { shared, gateConnection };
 }
 
 /** Every process, whatever its roles, can be watched and probed: the admin listener and the queues its board shows. */
 async function startAdminListener(shared: RoleContext, queue: Queue | undefined) {
-  const { config, store, redis, names, log, gate } = shared;
+  const { config, store, redis, names, log, gate, metrics } = shared;
   const boardQueues = [queue ?? checksQueue(redis, names), bundlesQueue(redis, names), notificationsQueue(redis, names)];
-  recordBuildInfo({ version: packageVersion(), commit: config.commit });
+  metrics.recordBuildInfo({ version: packageVersion(), commit: config.commit });
   // Embedded mode: the process owning the data folder takes snapshots. Behind ADMIN_TOKEN, when set,
   // like every admin route but the probes (src/admin/access.ts).
   const backup = { store, gate, log: log.child({ component: 'backup' }) };
   const admin = await startAdmin(
-    { store, redis, queues: boardQueues, log, token: config.admin.token, ...(ownsItsData(store) ? { backup } : {}) },
+    { store, redis, queues: boardQueues, log, metrics, token: config.admin.token, ...(ownsItsData(store) ? { backup } : {}) },
     config.admin.port,
     config.admin.host,
   );

@@ -134,13 +134,15 @@ describe('deliveries with private addresses allowed', () => {
   });
 
   it('are counted on /metrics by outcome, with their latency and the backlog of the notifications queue', async () => {
-    // One registry per process: both services' deliveries are counted there.
-    const outcome = (o: string) => metric(open, `vulndb_webhook_deliveries_total{outcome="${o}"}`);
-    expect(await outcome('delivered')).toBe(1);
-    expect(await outcome('failed_retryable')).toBe(1);
-    expect(await outcome('failed_final')).toBe(1);
-    expect(await outcome('refused')).toBe(1);
-    expect(await metric(open, 'vulndb_webhook_delivery_duration_seconds_count')).toBe(4);
+    // Each service counts its own deliveries (one registry per service): the refusal was strict's.
+    const outcome = (service: TestService, o: string) => metric(service, `vulndb_webhook_deliveries_total{outcome="${o}"}`);
+    expect(await outcome(open, 'delivered')).toBe(1);
+    expect(await outcome(open, 'failed_retryable')).toBe(1);
+    expect(await outcome(open, 'failed_final')).toBe(1);
+    expect(await outcome(open, 'refused')).toBe(0);
+    expect(await outcome(strict, 'refused')).toBe(1);
+    expect(await metric(open, 'vulndb_webhook_delivery_duration_seconds_count')).toBe(3);
+    expect(await metric(strict, 'vulndb_webhook_delivery_duration_seconds_count')).toBe(1);
 
     // The backlog is what waits: three deliveries delayed by an hour appear in it.
     const queue = queueOf(open);

@@ -15,7 +15,7 @@ import type { Middleware } from 'koa';
  */
 
 /** Probes answer without a token: orchestrators and health checks hold none. */
-const OPEN_PATHS = new Set(['/healthz', '/readyz']);
+const OPEN_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 

@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import { type BackupRouteDeps, mountBackupRoute } from '../backup/admin-routes.js';
 import type { Store } from '../storage/gateway.js';
 import { readOnlyQueueBoard, requireAdminToken } from './access.js';
-import { dependencyGauges, registry } from '../observability/metrics.js';
+import { dependencyGauges, type ServiceMetrics } from '../observability/metrics.js';
 
 /**
  * The admin listener every process opens (ADMIN_PORT, default 9464, on ADMIN_HOST, default
@@ -33,6 +33,8 @@ export interface AdminDeps {
   log: Logger;
   /** ADMIN_TOKEN: required by every route but the probes; without it the queue board only reads. */
   token: string | undefined;
+  /** The process's registry, served at /metrics with this listener's own gauges. */
+  metrics: ServiceMetrics;
   /** POST /admin/backup (src/backup/admin-routes.ts); embedded mode only. */
   backup?: BackupRouteDeps;
 }
@@ -77,7 +79,7 @@ function createAdminApp(deps: AdminDeps): Koa {
   const gauges = dependencyGauges(probe, queueCounts);
   router.get('/metrics', async (ctx) => {
     // The process's series and this listener's own, in one answer.
-    const scraped = client.Registry.merge([registry, gauges]);
+    const scraped = client.Registry.merge([deps.metrics.registry, gauges]);
     ctx.type = scraped.contentType;
     ctx.body = await scraped.metrics();
   });

@@ -18,9 +18,9 @@ import { authenticate, callerOf } from './tokens.js';
  * Open without a token: the health check (SPEC §5.1) and the API's description (which holds no
  * data, and which the /docs page and its files under /docs/ fetch from a browser that has no token to send).
  */
-const OPEN_PATHS = new Set(['/healthcheck', '/openapi.json', '/docs']);
+const OPEN_PATHS: ReadonlySet<string> = new Set(['/healthcheck', '/openapi.json', '/docs']);
 const isOpen = (path: string) => OPEN_PATHS.has(path) || path.startsWith('/docs/');
-const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
+const READS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** `keys`: verify tokens with them (DB_API_AUTH=jwt); none: every request sees everything. */
 export function dbApiAccess(keys: TokenKeys | undefined): Middleware {
@@ -42,7 +42,7 @@ export function dbApiAccess(keys: TokenKeys | undefined): Middleware {
   };
 }
 
-const LOOPBACK_NAMES = new Set(['localhost', '::1', '[::1]', '::ffff:127.0.0.1']);
+const LOOPBACK_NAMES: ReadonlySet<string> = new Set(['localhost', '::1', '[::1]', '::ffff:127.0.0.1']);
 const isLoopback = (host: string) => LOOPBACK_NAMES.has(host.toLowerCase()) || /^127(\.\d{1,3}){3}$/.test(host);
 
 /** The warning to log at start when the database API is open beyond loopback (SPEC §5.1), if any. */

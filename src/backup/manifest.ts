@@ -15,9 +15,9 @@ export const STORE_DIR = 'store';
 export const TABLES_DIR = 'tables';
 
 /** Engines whose rows BACKUP does not copy: they travel as Native files instead. */
-const COPIED_ENGINES = new Set(['EmbeddedRocksDB']);
+const COPIED_ENGINES: ReadonlySet<string> = new Set(['EmbeddedRocksDB']);
 /** Engines that hold no rows of their own (definitions only). */
-const ROWLESS_ENGINES = new Set(['View', 'MaterializedView', 'Null']);
+const ROWLESS_ENGINES: ReadonlySet<string> = new Set(['View', 'MaterializedView', 'Null']);
 
 const tableSum = z.object({ name: z.string(), engine: z.string(), rows: z.number().int().nonnegative(), checksum: z.string() });
 export type TableSum = z.infer<typeof tableSum>;

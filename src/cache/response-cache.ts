@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
 import { keys, type RedisNames } from '../queue/redis.js';
-import { cacheRequests } from '../observability/metrics.js';
+import type { ServiceMetrics } from '../observability/metrics.js';
 
 /**
  * Read-through Redis cache of JSON responses (the metrics API's answers and the database API's
@@ -35,6 +35,8 @@ export interface CacheSettings {
    * part of every key, so a restart with another configuration never serves answers of the old one.
    */
   variant?: string;
+  /** The process's collectors (the service's): lookups counted by result; none, not counted. */
+  metrics?: Pick<ServiceMetrics, 'cacheRequests'> | undefined;
 }
 
 /**
@@ -127,6 +129,11 @@ export class ResponseCache {
     return { body: await flight, status: found ? 'MISS' : 'BYPASS' };
   }
 
+  /** Counts one answer by how the cache served it. */
+  count(status: CacheStatus): void {
+    this.settings.metrics?.cacheRequests.inc({ result: status.toLowerCase() });
+  }
+
   private keyParts(req: CacheRequest): [string, string] {
     const digest = createHash('sha1')
       .update(this.settings.variant ?? '')
@@ -189,7 +196,7 @@ export async function answerCached(
 ): Promise<void> {
   const result = cache ? await cache.through(req, compute) : { body: JSON.stringify(await compute()), status: 'BYPASS' as const };
   ctx.set('X-Cache', result.status);
-  cacheRequests.inc({ result: result.status.toLowerCase() });
+  cache?.count(result.status);
   ctx.type = 'application/json; charset=utf-8';
   ctx.body = result.body;
 }

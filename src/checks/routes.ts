@@ -6,18 +6,26 @@ import { routePath } from '../http/endpoint.js';
 import { checkReport, jobDataOf } from '../queue/contract.js';
 import { enqueueReport } from '../queue/producer.js';
 import type { Logger } from '../log.js';
-import { countReports } from '../observability/metrics.js';
+import type { ServiceMetrics } from '../observability/metrics.js';
 import { CHECK_ENDPOINTS as E } from './endpoints.js';
 
 /** POST /checks (SPEC §3.1): validate a report like the worker will, then enqueue it. */
-export function checkRoutes(deps: { queue: Queue; maxReportBytes: number; log: Logger }): Router {
+export interface CheckRouteDeps {
+  queue: Queue;
+  maxReportBytes: number;
+  log: Logger;
+  /** The process's collectors: a refused report is counted (none: not counted). */
+  metrics?: Pick<ServiceMetrics, 'countReports'> | undefined;
+}
+
+export function checkRoutes(deps: CheckRouteDeps): Router {
   const router = new Router();
 
   router.post(routePath(E.submit), async (ctx) => {
     const report = await readJsonBody(ctx, deps.maxReportBytes);
     const verdict = checkReport(report);
     if (verdict.kind === 'invalid') {
-      countReports('rejected');
+      deps.metrics?.countReports('rejected');
       throw dbErrors.badBody(verdict.reason);
     }
     let jobId: string;

@@ -13,12 +13,13 @@ export const SOURCE_NAME = 'vulcan';
 const NAMESPACE = Buffer.from('6a1f0c3e5b9d4e7a8c2b1d0f3e5a7c9b', 'hex');
 
 // Ingestion computes ~20 ids per report: hashing namespace + name from one reused buffer avoids
-// an allocation and a Hash object per id (about five times faster than createHash).
+// an allocation and a Hash object per id (about five times faster than createHash). Each call
+// writes all it hashes (namespace and name) before reading: nothing passes from one call to the next.
 const scratch = Buffer.alloc(64 * 1024);
-NAMESPACE.copy(scratch, 0);
 
 function sha1(name: string): Buffer {
   if (name.length * 3 <= scratch.length - NAMESPACE.length) {
+    NAMESPACE.copy(scratch, 0);
     const length = scratch.write(name, NAMESPACE.length, 'utf8');
     return hash('sha1', scratch.subarray(0, NAMESPACE.length + length), 'buffer');
   }
@@ -36,10 +37,11 @@ export function uuidv5(name: string): string {
 const key = (...parts: string[]) => uuidv5(JSON.stringify(parts));
 
 /**
- * Remembers ids by their key parts (nested maps, so no key text is built): every scan of a target
- * repeats its issues and findings. Bounded: cleared when it grows past `max` entries.
+ * The ids of one kind (`issue`, `finding`) remembered by their key parts (nested maps, so no key
+ * text is built): every scan of a target repeats its issues and findings. Bounded: cleared when it
+ * grows past `max` entries. Its owner holds it (ingestion's Interned, src/ingest/interned.ts).
  */
-function memo(kind: string, max = 100_000): (...parts: string[]) => string {
+export function memoizedIds(kind: 'issue' | 'finding', max = 100_000): (...parts: string[]) => string {
   let root = new Map<string, unknown>();
   let size = 0;
   return (...parts) => {
@@ -65,15 +67,12 @@ function memo(kind: string, max = 100_000): (...parts: string[]) => string {
   };
 }
 
-const issueIds = memo('issue');
-const findingIds = memo('finding');
-
 export const targetId = (identifier: string) => key('target', identifier);
-export const issueId = (summary: string, description: string) => issueIds(summary, description);
+export const issueId = (summary: string, description: string) => key('issue', summary, description);
 export const familyId = (name: string, component: string, options: string) => key('family', name, component, options);
 export const sourceId = (name: string, component: string, instance: string, options: string) =>
   key('source', name, component, instance, options);
 export const findingId = (targetIdValue: string, issueIdValue: string, affectedResource: string) =>
-  findingIds(targetIdValue, issueIdValue, affectedResource);
+  key('finding', targetIdValue, issueIdValue, affectedResource);
 // Both parts are UUIDs (nothing to escape): the same text JSON.stringify would give, built cheaply.
 export const eventId = (findingIdValue: string, sourceIdValue: string) => uuidv5(`["event","${findingIdValue}","${sourceIdValue}"]`);

@@ -175,16 +175,9 @@ function buildSchema<K extends FieldName>(names: readonly K[], limits?: PageLimi
   return z.object(shape as { [P in K]: Fields[P] });
 }
 
-// An endpoint's schema is built once: building (and zod's first parse, which compiles the
-// object) costs several times a parse, and every request would pay it.
-const schemas = new Map<string, z.ZodType>();
-
 /** The zod schema of an endpoint's parameters (the page size bounded by PAGE_SIZE_MAX). */
-export function querySchema<K extends FieldName>(names: readonly K[], limits?: PageLimits): ReturnType<typeof buildSchema<K>> {
-  const key = `${names.join(',')}|${limits?.pageSizeMax ?? ''}`;
-  let schema = schemas.get(key);
-  if (!schema) schemas.set(key, (schema = buildSchema(names, limits)));
-  return schema as ReturnType<typeof buildSchema<K>>;
+export function querySchema<K extends FieldName>(names: readonly K[], limits?: PageLimits) {
+  return buildSchema(names, limits);
 }
 
 function firstError(error: z.ZodError): ApiError {
@@ -195,11 +188,19 @@ function firstError(error: z.ZodError): ApiError {
 
 type RawQuery = ParameterizedContext['query'];
 
-/** Parses the parameters an endpoint accepts; throws the §5.2 error for the first bad one. */
-export function parseQuery<K extends FieldName>(names: readonly K[], query: RawQuery, limits?: PageLimits) {
-  const parsed = querySchema(names, limits).safeParse(query);
-  if (!parsed.success) throw firstError(parsed.error);
-  return parsed.data as { [P in K]: FieldOutput<P> };
+/**
+ * The parser of the parameters an endpoint accepts, which throws the §5.2 error for the first bad
+ * one. Routers build theirs once, with the router: building a schema (and zod's first parse, which
+ * compiles it) costs about ten times a parse (~0.5 ms against ~0.04 ms for a findings list), and
+ * the module holds no memo of them.
+ */
+export function queryParser<K extends FieldName>(names: readonly K[], limits?: PageLimits) {
+  const schema = querySchema(names, limits);
+  return (query: RawQuery) => {
+    const parsed = schema.safeParse(query);
+    if (!parsed.success) throw firstError(parsed.error);
+    return parsed.data as { [P in K]: FieldOutput<P> };
+  };
 }
 
 export function paging(q: { page?: number | undefined; size?: number | undefined }, limits: PageLimits): Paging {
@@ -240,14 +241,17 @@ export const FINDING_LIST_PARAMS = [
   'decision',
 ] as const satisfies readonly FieldName[];
 
-/** Validates a findings list request (SPEC §5.2, §4.4) into filters and paging. */
-export function findingListQuery(query: RawQuery, limits: PageLimits) {
-  const q = parseQuery(FINDING_LIST_PARAMS, query, limits);
-  const page = paging(q, limits);
-  checkDates(q);
-  if ((q.minDate !== undefined || q.maxDate !== undefined) && q.status === undefined) throw dbErrors.invalidCombination();
-  if (q.sortBy !== undefined && q.sortBy !== 'score' && q.sortBy !== '-score') throw dbErrors.invalidCombination();
-  return { filters: toFilters(q), page };
+/** The parser of a findings list request (SPEC §5.2, §4.4) into filters and paging; built once per router. */
+export function findingListParser(limits: PageLimits) {
+  const parse = queryParser(FINDING_LIST_PARAMS, limits);
+  return (query: RawQuery) => {
+    const q = parse(query);
+    const page = paging(q, limits);
+    checkDates(q);
+    if ((q.minDate !== undefined || q.maxDate !== undefined) && q.status === undefined) throw dbErrors.invalidCombination();
+    if (q.sortBy !== undefined && q.sortBy !== 'score' && q.sortBy !== '-score') throw dbErrors.invalidCombination();
+    return { filters: toFilters(q), page };
+  };
 }
 
 type ParsedFilterFields = Partial<{ [P in FieldName]: FieldOutput<P> }>;

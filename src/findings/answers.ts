@@ -9,7 +9,7 @@ import { merge } from '../filters/sql.js';
 import { type FindingBase, findingPage, findingsByKeys } from './page.js';
 import { findingKeys, findingOfIssueOnTarget, meanTtrDays, mttrScope } from './queries.js';
 import { renderFindings } from './render.js';
-import type { ApiContext } from '../http/context.js';
+import type { ApiContext } from '../api-context.js';
 import { issuesOfTarget } from '../issues/queries.js';
 import { round2 } from '../stats/numbers.js';
 import { emptyPage } from '../storage/paged.js';

@@ -170,7 +170,7 @@ const countSql = (from: string, where: string) => `SELECT count() AS n FROM ${fr
  * whose totals are kept (sortBy only orders; identifierMatch means nothing without identifier).
  * Any other filter, present or added later, narrows the list.
  */
-const COUNTED_AS_KEPT = new Set<string>(['status', 'team', 'sortBy', 'identifierMatch']);
+const COUNTED_AS_KEPT: ReadonlySet<string> = new Set(['status', 'team', 'sortBy', 'identifierMatch']);
 function keptTotalOf(base: FindingBase, f: FindingFilters): KeptTotal | undefined {
   const narrowed = Object.keys(base).length > 0 || Object.entries(f).some(([k, v]) => v !== undefined && !COUNTED_AS_KEPT.has(k));
   return narrowed ? undefined : { sql: keptTotal(f.status), params: { totalScope: totalScope(f.team) } };

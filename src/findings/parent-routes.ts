@@ -2,8 +2,8 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { scopeOf, targetsInScope } from '../auth/scope.js';
 import { isUuid } from '../domain/uuid.js';
-import { findingListQuery, paging, parseQuery } from '../filters/params.js';
-import type { ApiContext } from '../http/context.js';
+import { findingListParser, paging, queryParser } from '../filters/params.js';
+import type { ApiContext } from '../api-context.js';
 import { routePath } from '../http/endpoint.js';
 import { sourceById } from '../sources/queries.js';
 import { answerFindingList, answerMttr, issuesOfTargetList, issueTargetFinding, targetsOfIssueList } from './answers.js';
@@ -16,24 +16,27 @@ import { ISSUE_FINDING_ENDPOINTS as I, SOURCE_FINDING_ENDPOINTS as S, TARGET_FIN
  */
 export function parentFindingRoutes(api: ApiContext): Router {
   const router = new Router();
-  sourceFindings(router, api);
+  const listQuery = findingListParser(api);
+  const targetsQuery = queryParser(I.targets.params, api);
+  const issuesQuery = queryParser(T.issues.params, api);
+  sourceFindings(router, api, listQuery);
 
   router.get(routePath(I.findings), async (ctx) => {
-    const { filters, page } = findingListQuery(ctx.query, api);
+    const { filters, page } = listQuery(ctx.query);
     const id = ctx.params.issue_id!;
     await answerFindingList(ctx, api, isUuid(id) ? { issueId: id } : undefined, filters, page);
   });
   router.get(routePath(I.targets), async (ctx) => {
-    const page = paging(parseQuery(I.targets.params, ctx.query, api), api);
+    const page = paging(targetsQuery(ctx.query), api);
     ctx.body = await targetsOfIssueList(api, scopeOf(ctx), ctx.params.issue_id!, page);
   });
   router.get(routePath(T.findings), async (ctx) => {
-    const { filters, page } = findingListQuery(ctx.query, api);
+    const { filters, page } = listQuery(ctx.query);
     const id = ctx.params.target_id!;
     await answerFindingList(ctx, api, isUuid(id) ? { targetId: id } : undefined, filters, page);
   });
   router.get(routePath(T.issues), async (ctx) => {
-    const page = paging(parseQuery(T.issues.params, ctx.query, api), api);
+    const page = paging(issuesQuery(ctx.query), api);
     ctx.body = await issuesOfTargetList(api, scopeOf(ctx), ctx.params.target_id!, page);
   });
 
@@ -56,12 +59,12 @@ export function parentFindingRoutes(api: ApiContext): Router {
   return router;
 }
 
-function sourceFindings(router: Router, api: ApiContext): void {
+function sourceFindings(router: Router, api: ApiContext, listQuery: ReturnType<typeof findingListParser>): void {
   // A source of a target outside the caller's scope is unknown to it.
   const lookup = async (ctx: Context, id: string) => (isUuid(id) ? sourceById(api.store, id, targetsInScope(scopeOf(ctx))) : undefined);
 
   router.get(routePath(S.findings), async (ctx) => {
-    const { filters, page } = findingListQuery(ctx.query, api);
+    const { filters, page } = listQuery(ctx.query);
     const source = await lookup(ctx, ctx.params.source_id!);
     await answerFindingList(ctx, api, source && { sourceId: source.id, targetId: source.target_id }, filters, page);
   });

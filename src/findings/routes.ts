@@ -3,8 +3,8 @@ import { findingsInScope, scopeOf } from '../auth/scope.js';
 import { formatInstant, NEVER } from '../domain/time.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
-import { findingListQuery, paging, parseQuery } from '../filters/params.js';
-import type { ApiContext } from '../http/context.js';
+import { findingListParser, paging, queryParser } from '../filters/params.js';
+import type { ApiContext } from '../api-context.js';
 import { routePath } from '../http/endpoint.js';
 import { emptyPage } from '../storage/paged.js';
 import { answerFindingList, answerMttr, oneFinding } from './answers.js';
@@ -14,9 +14,11 @@ import { renderEvent } from './render.js';
 
 export function findingRoutes(api: ApiContext): Router {
   const router = new Router();
+  const listQuery = findingListParser(api);
+  const eventsQuery = queryParser(E.events.params, api);
 
   router.get(routePath(E.list), async (ctx) => {
-    const { filters, page } = findingListQuery(ctx.query, api);
+    const { filters, page } = listQuery(ctx.query);
     await answerFindingList(ctx, api, {}, filters, page);
   });
 
@@ -25,7 +27,7 @@ export function findingRoutes(api: ApiContext): Router {
   });
 
   router.get(routePath(E.events), async (ctx) => {
-    const page = paging(parseQuery(E.events.params, ctx.query, api), api);
+    const page = paging(eventsQuery(ctx.query), api);
     const id = ctx.params.finding_id!;
     if (!isUuid(id)) {
       ctx.body = { pagination: emptyPage(page), events: [] };

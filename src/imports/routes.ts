@@ -5,7 +5,7 @@ import { ApiError, dbErrors } from '../errors.js';
 import { parseJsonBody, readBodyBytes } from '../http/body.js';
 import { routePath } from '../http/endpoint.js';
 import type { Logger } from '../log.js';
-import { countReports } from '../observability/metrics.js';
+import type { ServiceMetrics } from '../observability/metrics.js';
 import { enqueueReportsAtomically } from '../queue/producer.js';
 import { IMPORT_ENDPOINTS as E } from './endpoints.js';
 import { documentSha256, IMPORT_FORMATS, importDocument, isImportFormat } from './formats.js';
@@ -24,6 +24,8 @@ export interface ImportRouteDeps {
   log: Logger;
   /** "now" in epoch seconds: the report time of a document without one and no `time` parameter. */
   now: () => number;
+  /** The process's collectors: a refused document is counted (none: not counted). */
+  metrics?: Pick<ServiceMetrics, 'countReports'> | undefined;
 }
 
 const MALFORMED: Record<string, string> = { time: 'Malformed Time', target: 'Malformed Target' };
@@ -47,7 +49,7 @@ export function importRoutes(deps: ImportRouteDeps): Router {
     };
     const imported = await importDocument(format, document, convertContext, { maxBytes: deps.maxReportBytes });
     if ('reason' in imported) {
-      countReports('rejected');
+      deps.metrics?.countReports('rejected');
       throw dbErrors.badBody(imported.reason);
     }
     if ('tooLarge' in imported) {

@@ -81,7 +81,7 @@ const LEVEL_SCORES: Record<string, number> = { error: 7.0, warning: 4.0, note: 1
 /** SARIF's default level when neither the result nor its rule's configuration gives one (SARIF §3.27.10). */
 const DEFAULT_LEVEL = 'warning';
 /** Result kinds that say the code is fine: not findings. */
-const NOT_A_PROBLEM = new Set(['pass', 'notApplicable']);
+const NOT_A_PROBLEM: ReadonlySet<string> = new Set(['pass', 'notApplicable']);
 const CWE_TAG = /^external\/cwe\/cwe-(\d+)$/i;
 
 /** A `security-severity` (a string such as "7.5", or a number) as a score in [0, 10], or undefined. */

@@ -10,7 +10,7 @@ import { prepareChecked, prepareReport, type Prepared, ReportRejected } from './
 import type { FinishedReport } from '../queue/contract.js';
 import type { CommitGate } from '../locks/commit-gate.js';
 import type { HeldLocks, Locks } from '../locks/target-locks.js';
-import { countReports, ingestBatchDuration, ingestLag } from '../observability/metrics.js';
+import type { ReportOutcome, ServiceMetrics } from '../observability/metrics.js';
 import type { TotalsRewriter } from './totals.js';
 
 /**
@@ -66,6 +66,8 @@ export interface BatcherOptions {
    * notifications of the next `unqueued` committed batches fail as a queue refusing them would.
    */
   faults?: { crashAfter: WriteStep; times: number; poison?: (report: NormalizedReport) => boolean; unqueued?: number };
+  /** The process's collectors (the service's): reports by outcome, batch times, lag; none, not counted. */
+  metrics?: Pick<ServiceMetrics, 'countReports' | 'ingestBatchDuration' | 'ingestLag'> | undefined;
 }
 
 interface Entry {
@@ -91,10 +93,13 @@ export class ReportBatcher {
 
   constructor(private readonly opts: BatcherOptions) {}
 
+  /** Counts reports by outcome, here or where the ingest workers decide it (src/ingest/jobs.ts, worker.ts). */
+  readonly countReports = (outcome: ReportOutcome, n = 1): void => this.opts.metrics?.countReports(outcome, n);
+
   submit(job: JobLike): Promise<JobOutcome> {
     const prepared = this.prepare(job.data);
     if (prepared.kind === 'invalid') {
-      countReports('rejected');
+      this.countReports('rejected');
       this.opts.log.warn('report rejected', { jobId: job.id, reason: prepared.reason });
       return Promise.reject(new ReportRejected(prepared.reason));
     }
@@ -114,7 +119,7 @@ export class ReportBatcher {
   /** Applies a report `prepare` found valid, with the next batch that can take it. */
   submitPrepared(prepared: Exclude<Prepared, { kind: 'invalid' }>, job: Omit<JobLike, 'data'>): Promise<JobOutcome> {
     if (prepared.kind === 'ignored') {
-      countReports('ignored');
+      this.countReports('ignored');
       this.opts.log.debug('report ignored', { jobId: job.id, reason: prepared.reason });
       return Promise.resolve({ outcome: 'ignored', reason: prepared.reason });
     }
@@ -224,7 +229,7 @@ export class ReportBatcher {
           checkId: entries[0]!.report.instance,
           reason,
         });
-        countReports('failed');
+        this.countReports('failed');
         entries[0]!.reject(new ReportRejected(reason));
         return;
       }
@@ -238,7 +243,7 @@ export class ReportBatcher {
 
   /** One ingestBatch and what follows a commit; throws what the batch threw. */
   private async apply(entries: Entry[], recovery: boolean): Promise<void> {
-    const { store, log } = this.opts;
+    const { store, log, metrics } = this.opts;
     const started = performance.now();
     const engineBefore = store.engineMs();
     const fault = this.opts.faults && this.opts.faults.times > 0 ? this.opts.faults : undefined;
@@ -256,11 +261,11 @@ export class ReportBatcher {
       );
     const result = this.opts.gate ? await this.opts.gate.pass(commit) : await commit();
     const committedAt = Date.now();
-    ingestBatchDuration.observe((performance.now() - started) / 1000);
+    metrics?.ingestBatchDuration.observe((performance.now() - started) / 1000);
     const duplicates = result.outcomes.filter((o) => o === 'duplicate').length;
-    countReports('stored', entries.length - duplicates);
-    countReports('duplicate', duplicates);
-    for (const e of entries) if (e.enqueuedAt !== undefined) ingestLag.observe(Math.max(0, committedAt - e.enqueuedAt) / 1000);
+    this.countReports('stored', entries.length - duplicates);
+    this.countReports('duplicate', duplicates);
+    for (const e of entries) if (e.enqueuedAt !== undefined) metrics?.ingestLag.observe(Math.max(0, committedAt - e.enqueuedAt) / 1000);
     log.info('batch committed', {
       jobs: entries.length,
       duplicates,

@@ -1,3 +1,5 @@
+import { memoizedIds } from '../domain/ids.js';
+
 /**
  * One instance of equal values among what ingestion holds in memory. Every scan repeats the texts
  * of its issues and most of its detections' texts, a batch's stored findings repeat their targets,
@@ -37,11 +39,16 @@ const own = (s: string): string => JSON.parse(JSON.stringify(s)) as string;
 
 /**
  * The texts and lists of one ingesting process, shared among the reports it holds and the findings
- * it loads (ReportBatcher owns one). Bounded: 8 M characters of texts, 4 M of lists.
+ * it loads (ReportBatcher owns one), and the ids derived from them. Bounded: 8 M characters of
+ * texts, 4 M of lists, 100,000 ids of each kind.
  */
 export class Interned {
   private readonly texts = new Interner<string>(8_000_000);
   private readonly lists = new Interner<string[]>(4_000_000);
+  /** Issue ids by summary and description, as `issueId` gives them (remembered: scans repeat them). */
+  readonly issueId: (summary: string, description: string) => string = memoizedIds('issue');
+  /** Finding ids by target, issue and affected resource, as `findingId` gives them. */
+  readonly findingId: (targetId: string, issueId: string, affectedResource: string) => string = memoizedIds('finding');
 
   /** The shared instance of a text equal to `s`. */
   text(s: string): string {

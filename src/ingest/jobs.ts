@@ -1,6 +1,5 @@
 import { DelayedError, UnrecoverableError, WaitingError, type Job } from 'bullmq';
 import type { Logger } from '../log.js';
-import { countReports } from '../observability/metrics.js';
 import { checkBundle } from '../queue/contract.js';
 import type { JobLike, JobOutcome, ReportBatcher } from './batcher.js';
 import { type Prepared, ReportRejected } from './prepare.js';
@@ -51,7 +50,7 @@ function prepareBundle(batcher: ReportBatcher, data: unknown): Exclude<Prepared,
   for (const [i, report] of checked.bundle.reports.entries()) {
     const p = batcher.prepare(report);
     if (p.kind === 'invalid') {
-      countReports('rejected', checked.bundle.reports.length);
+      batcher.countReports('rejected', checked.bundle.reports.length);
       throw new UnrecoverableError(`reports[${i}]: ${p.reason}`);
     }
     prepared.push(p);

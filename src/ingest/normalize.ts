@@ -80,10 +80,10 @@ function sourceTime(report: FinishedReport): number {
 
 function detectionOf(v: ReportVulnerability, pos: number, targetId: string, identifier: string, shared: Interned): Detection {
   const description = v.description ?? '';
-  const issueId = ids.issueId(v.summary, description);
+  const issueId = shared.issueId(v.summary, description);
   const affectedResource = v.affected_resource ? v.affected_resource : identifier;
   return {
-    findingId: ids.findingId(targetId, issueId, affectedResource),
+    findingId: shared.findingId(targetId, issueId, affectedResource),
     issueId,
     affectedResource,
     pos,

@@ -1,7 +1,6 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
-import { countReports } from '../observability/metrics.js';
 import { BUNDLE_SIZE, CHECK_BUNDLES_QUEUE, CHECKS_QUEUE } from '../queue/contract.js';
 import type { RedisNames } from '../queue/redis.js';
 import type { ReportBatcher } from './batcher.js';
@@ -51,7 +50,7 @@ function startWorker(
   worker.on('failed', (job, err) => {
     log.warn('job failed', { queue, jobId: job?.id, attempts: job?.attemptsStarted, reason: err.message });
     // Out of retries or stalled too often; reports rejected or refused were counted where that was decided.
-    if (!(err instanceof UnrecoverableError)) countReports('failed', queue === CHECKS_QUEUE ? 1 : reportsOf(job?.data));
+    if (!(err instanceof UnrecoverableError)) deps.batcher.countReports('failed', queue === CHECKS_QUEUE ? 1 : reportsOf(job?.data));
   });
   worker.on('error', (err) => log.error('worker error', { queue, err }));
   return worker;

@@ -19,6 +19,7 @@ import { type Resolver, systemResolver } from '../notifications/url-policy.js';
 import type { WebhookLimits } from '../config.js';
 import { decisionRoutes, type DecisionRouteDeps } from '../decisions/routes.js';
 import type { Suppression } from '../decisions/suppression.js';
+import type { ServiceMetrics } from '../observability/metrics.js';
 import { meRoutes } from './me.js';
 import { HEALTH_ENDPOINTS } from '../health/endpoints.js';
 import { healthRoutes } from '../health/routes.js';
@@ -66,11 +67,13 @@ export interface MetricsApiDeps {
   resolve?: Resolver | undefined;
   /** The triage page at /ui/ (SPEC §15); none: not served. */
   ui?: UiSettings | undefined;
+  /** The process's Prometheus collectors (src/service.ts); none: nothing counted (tests, tools). */
+  metrics?: ServiceMetrics | undefined;
 }
 
 export function createMetricsApi(deps: MetricsApiDeps): Koa {
   const app = new Koa();
-  app.use(observeRequests(deps.log, 'metrics'));
+  app.use(observeRequests(deps.log, 'metrics', deps.metrics));
   app.use(errorMiddleware(metricsBody, deps.log));
   app.use(ignoreTrailingSlash);
   // Too many parameters is refused at the query validation step (SPEC §8.2 order; schema.ts).
@@ -82,7 +85,9 @@ export function createMetricsApi(deps: MetricsApiDeps): Koa {
     suppression: deps.suppression,
     now: deps.now ?? nowSeconds,
     authenticate: verified,
-    cache: deps.cache ? new ResponseCache('metrics', { ...deps.cache, variant: slaVariant(deps.slaPolicy) }, deps.log) : undefined,
+    cache: deps.cache
+      ? new ResponseCache('metrics', { ...deps.cache, variant: slaVariant(deps.slaPolicy), metrics: deps.metrics }, deps.log)
+      : undefined,
     slaPolicy: deps.slaPolicy ?? DEFAULT_SLA_POLICY,
   });
   const webhooks = webhookRoutes({

@@ -70,19 +70,17 @@ const blockList = (ranges: [string, number][], type: 'ipv4' | 'ipv6') => {
   return list;
 };
 
-const nonPublicV4 = blockList(NON_PUBLIC_V4, 'ipv4');
-const globalUnicast = blockList([['2000::', 3]], 'ipv6');
-const nonPublicGlobal = blockList(NON_PUBLIC_V6_GLOBAL, 'ipv6');
-const v4Mapped = blockList([['::ffff:0:0', 96]], 'ipv6');
-
 /** Whether an IP address is one a public receiver can have; anything not an address is not. */
 export function isPublicAddress(address: string): boolean {
+  // The lists are built per call (a few microseconds, once per delivery's address) rather than
+  // held by the module: BlockList is a mutable object, and src/ keeps no module-level state.
   const family = isIP(address);
+  const nonPublicV4 = blockList(NON_PUBLIC_V4, 'ipv4');
   if (family === 4) return !nonPublicV4.check(address, 'ipv4');
   if (family !== 6) return false;
   // ::ffff:a.b.c.d dials a.b.c.d: the IPv4 list decides (BlockList maps it onto its IPv4 rules).
-  if (v4Mapped.check(address, 'ipv6')) return !nonPublicV4.check(address, 'ipv6');
-  return globalUnicast.check(address, 'ipv6') && !nonPublicGlobal.check(address, 'ipv6');
+  if (blockList([['::ffff:0:0', 96]], 'ipv6').check(address, 'ipv6')) return !nonPublicV4.check(address, 'ipv6');
+  return blockList([['2000::', 3]], 'ipv6').check(address, 'ipv6') && !blockList(NON_PUBLIC_V6_GLOBAL, 'ipv6').check(address, 'ipv6');
 }
 
 /** The host as an address or name, without the brackets of an IPv6 literal. */

@@ -15,7 +15,7 @@ import type { SlaPolicy } from '../sla/policy.js';
 import { slaBreaches } from './sla-breaches.js';
 import { findSubscription, listSubscriptions, type Subscription } from './subscriptions.js';
 import { DestinationRefused, type Resolver, systemResolver } from './url-policy.js';
-import { countDelivery, webhookDeliveryDuration } from '../observability/metrics.js';
+import type { ServiceMetrics } from '../observability/metrics.js';
 import type { DeliveryJob } from '../queue/contract.js';
 
 /**
@@ -72,25 +72,27 @@ function subscriptionLookup(store: Store) {
   };
 }
 
+type DeliveryMetrics = Pick<ServiceMetrics, 'countDelivery' | 'webhookDeliveryDuration'>;
+
 /**
  * One attempt, counted by outcome. A refused destination fails the job for good (BullMQ's
  * UnrecoverableError): retrying would dial the same forbidden address.
  */
-async function attempt(deliverer: Deliverer, s: Subscription, delivery: DeliveryJob, job: Job) {
-  const stop = webhookDeliveryDuration.startTimer();
+async function attempt(deliverer: Deliverer, s: Subscription, delivery: DeliveryJob, job: Job, metrics: DeliveryMetrics | undefined) {
+  const stop = metrics?.webhookDeliveryDuration.startTimer();
   try {
     const result = await deliverer.deliver(s, delivery);
-    countDelivery('delivered');
+    metrics?.countDelivery('delivered');
     return result;
   } catch (err) {
     if (err instanceof DestinationRefused) {
-      countDelivery('refused');
+      metrics?.countDelivery('refused');
       throw new UnrecoverableError(`delivery refused: ${err.message}`);
     }
-    countDelivery(job.attemptsMade + 1 >= (job.opts.attempts ?? 1) ? 'failed_final' : 'failed_retryable');
+    metrics?.countDelivery(job.attemptsMade + 1 >= (job.opts.attempts ?? 1) ? 'failed_final' : 'failed_retryable');
     throw err;
   } finally {
-    stop();
+    stop?.();
   }
 }
 
@@ -106,6 +108,8 @@ interface NotificationsDeps {
   /** WEBHOOK_ALLOW_PRIVATE: deliveries may reach non-public addresses. */
   allowPrivate: boolean;
   options?: NotificationsOptions | undefined;
+  /** The process's collectors (the service's): deliveries by outcome and their times; none, not counted. */
+  metrics?: DeliveryMetrics | undefined;
 }
 
 /** The `notifications` queue's worker: dispatch jobs become deliveries, deliveries are attempted. */
@@ -124,7 +128,7 @@ function startWorker(deps: NotificationsDeps, queue: Queue, deliverer: Deliverer
     const s = await subscription(delivery.webhookId);
     // Deleted since the event was dispatched: nothing to deliver to.
     if (!s) return { skipped: 'subscription deleted' };
-    return attempt(deliverer, s, delivery, job);
+    return attempt(deliverer, s, delivery, job, deps.metrics);
   };
   const worker = new Worker(NOTIFICATIONS_QUEUE, handle, {
     connection: deps.connection,

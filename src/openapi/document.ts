@@ -98,7 +98,7 @@ interface Api {
   paramDescription: Partial<Record<string, string>>;
 }
 
-const DB_OPEN = new Set(['/healthcheck']);
+const DB_OPEN: ReadonlySet<string> = new Set(['/healthcheck']);
 const databaseApi: Api = {
   errorSchema: 'Error',
   errorText: ERROR_TEXT,

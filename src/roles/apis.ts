@@ -87,6 +87,7 @@ export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppa
     // SPEC §5.1: the metrics API's tokens, when DB_API_AUTH=jwt.
     auth: config.dbApiAuth === 'jwt' ? tokens : undefined,
     slaPolicy: config.slaPolicy,
+    metrics: s.metrics,
   });
   // Decisions change statistics and lists: cached answers are refreshed, events emitted (SPEC §12.3).
   const decisions = startDecisionEffects({
@@ -113,6 +114,7 @@ export async function startApiRole(s: RoleContext, queue: Queue): Promise<Stoppa
     webhooks: config.webhooks,
     resolve: opts.notifications?.resolve,
     ui: { dbApiPort: () => dbApiPort, dbApiAuth: config.dbApiAuth === 'jwt', oidc: config.oidc },
+    metrics: s.metrics,
   });
   return listenApis(config, dbApi, metricsApi, decisions, (port) => {
     dbApiPort = port;

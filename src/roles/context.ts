@@ -8,6 +8,7 @@ import type { CommitGate } from '../locks/commit-gate.js';
 import type { Locks } from '../locks/target-locks.js';
 import type { Logger } from '../log.js';
 import type { NotificationsOptions } from '../notifications/worker.js';
+import type { ServiceMetrics } from '../observability/metrics.js';
 import type { RedisNames } from '../queue/redis.js';
 import type { Store } from '../storage/gateway.js';
 import type { StopDeadline } from './stop-deadline.js';
@@ -45,6 +46,8 @@ export interface RoleContext {
   suppression: Suppression;
   /** Closed by a snapshot (src/backup): each batch passes it whole. */
   gate: CommitGate;
+  /** The process's Prometheus registry and collectors, served by its admin listener. */
+  metrics: ServiceMetrics;
 }
 
 /**

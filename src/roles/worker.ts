@@ -27,6 +27,7 @@ function startIngest(
     log: log.child({ component: 'ingest' }),
     totals: s.totals,
     gate: s.gate,
+    metrics: s.metrics,
     onCommitted: (result, batch) => bumpAfterBatch({ store: s.store.prioritized(), dataVersion: s.dataVersion, log }, result, batch),
     ...(notify ? { notify } : {}),
     ...(s.opts.faults ? { faults: s.opts.faults } : {}),
@@ -74,6 +75,7 @@ export function startWorkerRole(s: RoleContext): Stoppable & { batcher: ReportBa
     slaPolicy: config.slaPolicy,
     allowPrivate: config.webhooks.allowPrivate,
     options: s.opts.notifications,
+    metrics: s.metrics,
   });
   // Set as the stop begins, so that a job BullMQ still hands over then is handed back.
   const intake: { stoppedAt?: number } = {};

@@ -10,7 +10,7 @@ import {
 import type { NodeClickHouseClientConfigOptions } from '@clickhouse/client/dist/config.js';
 import type { StoreConfig } from '../config.js';
 import type { Logger } from '../log.js';
-import { guard, StoreError } from './store-errors.js';
+import { guard, type StatementMetrics, StoreError } from './store-errors.js';
 import { ABORT_GRACE_MS } from './time-limits.js';
 
 /**
@@ -81,7 +81,7 @@ async function backupsAllowed(dataPath: string): Promise<{ close(): void }> {
 }
 
 /** A client on the embedded engine (chdb) storing under `cfg.embeddedPath`. */
-export async function openEmbeddedClient(cfg: StoreConfig, log?: Logger): Promise<ClickHouseClient> {
+export async function openEmbeddedClient(cfg: StoreConfig, log?: Logger, metrics?: StatementMetrics): Promise<ClickHouseClient> {
   fs.mkdirSync(cfg.embeddedPath, { recursive: true });
   let client: ClickHouseClient;
   try {
@@ -109,24 +109,28 @@ export async function openEmbeddedClient(cfg: StoreConfig, log?: Logger): Promis
     throw new StoreError(`cannot open the embedded ClickHouse at ${cfg.embeddedPath}: ${message}`, { cause: err });
   }
   // The embedded session is stateful: USE and SET persist for every later statement.
-  await guard('open', async () => {
-    await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${cfg.database}` });
-    await client.command({ query: `USE ${cfg.database}` });
-    for (const [k, v] of Object.entries(sessionSettings)) {
-      await client.command({ query: `SET ${k} = ${typeof v === 'string' ? `'${v.replace(/'/g, "''")}'` : String(v)}` });
-    }
-  });
+  await guard(
+    'open',
+    async () => {
+      await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${cfg.database}` });
+      await client.command({ query: `USE ${cfg.database}` });
+      for (const [k, v] of Object.entries(sessionSettings)) {
+        await client.command({ query: `SET ${k} = ${typeof v === 'string' ? `'${v.replace(/'/g, "''")}'` : String(v)}` });
+      }
+    },
+    metrics,
+  );
   return client;
 }
 
 /** A client of the ClickHouse server at `cfg.url`, its database created if missing. */
-export async function openServerClient(cfg: StoreConfig, log?: Logger): Promise<ClickHouseClient> {
+export async function openServerClient(cfg: StoreConfig, log?: Logger, metrics?: StatementMetrics): Promise<ClickHouseClient> {
   // The socket's idle timeout must not fire before a statement's own limit does.
   const requestTimeout = Math.max(60_000, (cfg.queryTimeoutMs ?? 0) + 10 * ABORT_GRACE_MS);
   const common = { url: cfg.url, username: cfg.user, password: cfg.password, request_timeout: requestTimeout, ...clientLog(log) };
   const bootstrap = createClient(common);
   try {
-    await guard('open', () => bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${cfg.database}` }));
+    await guard('open', () => bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${cfg.database}` }), metrics);
   } finally {
     await bootstrap.close();
   }

@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import { TimeSlices } from '../time-slices.js';
 import { openEmbeddedClient, openServerClient } from './clients.js';
 import { type KeyedTables, keyedTables } from './layout.js';
-import { guard, StoreError } from './store-errors.js';
+import { guard, type StatementMetrics, StoreError } from './store-errors.js';
 import { type Exec, timeLimits } from './time-limits.js';
 
 /**
@@ -75,6 +75,13 @@ export interface Store {
  */
 export const ownsItsData = (store: Pick<Store, 'exclusive'>): boolean => store.exclusive;
 
+/** What the start's log says of the store: its mode and database (and data folder, when it owns one). */
+export const storeDescription = (store: Pick<Store, 'mode' | 'database' | 'exclusive'>, embeddedPath: string) => ({
+  mode: store.mode,
+  database: store.database,
+  ...(ownsItsData(store) ? { path: embeddedPath } : {}),
+});
+
 /**
  * One INSERT statement with its rows inline, as JSONColumns (one array per column, in the column
  * order of the first row). Building the text once is much cheaper than the client's row stream,
@@ -103,19 +110,23 @@ interface Engine {
   client: ClickHouseClient;
   runner: ReturnType<typeof timeLimits>;
   closed: boolean;
+  metrics: StatementMetrics | undefined;
 }
 
 /** The statements of one view: `urgent` ones go before the ordinary ones waiting for the engine. */
 function statements(engine: Engine, urgent: boolean): Pick<Store, 'query' | 'queryFields' | 'command' | 'insert' | 'ping'> {
-  const { client } = engine;
+  const { client, metrics } = engine;
   const limited = <T>(ms: number | undefined, work: (exec: Exec) => Promise<T>) => engine.runner(ms, work, urgent);
   return {
     query: <T>(sql: string, params?: QueryParams, opts?: StatementOptions) =>
-      guard('query', () =>
-        limited(opts?.timeoutMs, async (exec) => {
-          const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'JSONEachRow', ...limits }));
-          return rs.json<T>();
-        }),
+      guard(
+        'query',
+        () =>
+          limited(opts?.timeoutMs, async (exec) => {
+            const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'JSONEachRow', ...limits }));
+            return rs.json<T>();
+          }),
+        metrics,
       ),
     queryFields: (sql, params) =>
       guard(
@@ -125,20 +136,28 @@ function statements(engine: Engine, urgent: boolean): Pick<Store, 'query' | 'que
             const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'TabSeparated', ...limits }));
             return readFields(rs.stream<unknown>());
           }),
+        metrics,
         'fields',
       ),
     command: (sql, params, opts) =>
-      guard('command', () =>
-        limited(opts?.timeoutMs, async (exec) => {
-          await exec((limits) => client.command({ query: sql, query_params: params, ...limits }));
-        }),
+      guard(
+        'command',
+        () =>
+          limited(opts?.timeoutMs, async (exec) => {
+            await exec((limits) => client.command({ query: sql, query_params: params, ...limits }));
+          }),
+        metrics,
       ),
     insert: (table, rows, opts) =>
-      guard(`insert into ${table}`, async () => {
-        if (rows.length === 0) return;
-        const statement = insertStatement(table, rows);
-        await limited(opts?.timeoutMs, (exec) => exec((limits) => client.command({ query: statement, ...limits })));
-      }),
+      guard(
+        `insert into ${table}`,
+        async () => {
+          if (rows.length === 0) return;
+          const statement = insertStatement(table, rows);
+          await limited(opts?.timeoutMs, (exec) => exec((limits) => client.command({ query: statement, ...limits })));
+        },
+        metrics,
+      ),
     ping: async () => {
       if (engine.closed) return false;
       try {
@@ -189,19 +208,22 @@ function view(engine: Engine, base: Pick<Store, 'mode' | 'exclusive' | 'database
 function wrap(
   client: ClickHouseClient,
   mode: Store['mode'],
-  database: string,
-  queryTimeoutMs: number | undefined,
+  cfg: StoreConfig,
   layout: StoreLayout,
+  metrics: StatementMetrics | undefined,
 ): Store {
-  const engine: Engine = { client, runner: timeLimits(mode, queryTimeoutMs), closed: false };
-  return view(engine, { mode, exclusive: mode === 'embedded', database, layout, keyed: keyedTables(layout) }, false);
+  const engine: Engine = { client, runner: timeLimits(mode, cfg.queryTimeoutMs), closed: false, metrics };
+  return view(engine, { mode, exclusive: mode === 'embedded', database: cfg.database, layout, keyed: keyedTables(layout) }, false);
 }
 
-/** Opens the store described by the configuration (database name is validated by config). */
-export async function openStore(cfg: StoreConfig, log?: Logger): Promise<Store> {
+/**
+ * Opens the store described by the configuration (database name is validated by config).
+ * `metrics`: the process's collectors that time and count its statements (the service's); none for tools.
+ */
+export async function openStore(cfg: StoreConfig, log?: Logger, metrics?: StatementMetrics): Promise<Store> {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(cfg.database)) throw new StoreError(`invalid database name ${JSON.stringify(cfg.database)}`);
   const layout = cfg.layout ?? (cfg.cluster ? 'cluster' : 'single');
-  if (!cfg.url) return wrap(await openEmbeddedClient(cfg, log), 'embedded', cfg.database, cfg.queryTimeoutMs, layout);
-  const store = wrap(await openServerClient(cfg, log), 'server', cfg.database, cfg.queryTimeoutMs, layout);
+  if (!cfg.url) return wrap(await openEmbeddedClient(cfg, log, metrics), 'embedded', cfg, layout, metrics);
+  const store = wrap(await openServerClient(cfg, log, metrics), 'server', cfg, layout, metrics);
   return cfg.cluster ? { ...store, cluster: cfg.cluster } : store;
 }

@@ -1,4 +1,7 @@
-import { storeErrors, storeQueryDuration } from '../observability/metrics.js';
+import type { ServiceMetrics } from '../observability/metrics.js';
+
+/** What the store counts of its statements: the process's collectors, when it serves /metrics. */
+export type StatementMetrics = Pick<ServiceMetrics, 'storeQueryDuration' | 'storeErrors'>;
 
 /** A failure of the store itself (unreachable, engine error): callers treat it as transient. */
 export class StoreError extends Error {
@@ -19,17 +22,25 @@ export class QueryTimeout extends StoreError {
   }
 }
 
-/** Runs one statement: its failure becomes a StoreError, its time goes to the metrics by kind. */
-export async function guard<T>(what: string, run: () => Promise<T>, kind = what.split(' ')[0]!): Promise<T> {
-  const timed = storeQueryDuration.startTimer({ kind });
+/**
+ * Runs one statement: its failure becomes a StoreError, its time goes to the metrics by kind (none
+ * given: a tool's store, which serves no /metrics, counts nothing).
+ */
+export async function guard<T>(
+  what: string,
+  run: () => Promise<T>,
+  metrics: StatementMetrics | undefined,
+  kind = what.split(' ')[0]!,
+): Promise<T> {
+  const timed = metrics?.storeQueryDuration.startTimer({ kind });
   try {
     return await run();
   } catch (err) {
-    storeErrors.inc({ kind });
+    metrics?.storeErrors.inc({ kind });
     if (err instanceof StoreError) throw err;
     const message = err instanceof Error ? err.message : String(err);
     throw new StoreError(`${what} failed: ${message}`, { cause: err });
   } finally {
-    timed();
+    timed?.();
   }
 }

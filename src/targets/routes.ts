@@ -2,9 +2,9 @@ import Router from '@koa/router';
 import { canSee, scopeOf, withinScope } from '../auth/scope.js';
 import { isUuid } from '../domain/uuid.js';
 import { dbErrors } from '../errors.js';
-import { paging, parseQuery, toFilters } from '../filters/params.js';
+import { paging, queryParser, toFilters } from '../filters/params.js';
 import { readJsonBody } from '../http/body.js';
-import type { ApiContext } from '../http/context.js';
+import type { ApiContext } from '../api-context.js';
 import { routePath } from '../http/endpoint.js';
 import { describeIssues } from '../queue/contract.js';
 import { LockTimeout, type Locks } from '../locks/target-locks.js';
@@ -19,9 +19,10 @@ export function targetRoutes(
   api: ApiContext & { maxBodyBytes: number; locks: Locks; log: Logger; totals: TotalsRewriter; onTeamsChanged?: () => Promise<void> },
 ): Router {
   const router = new Router();
+  const listQuery = queryParser(E.list.params, api);
 
   router.get(routePath(E.list), async (ctx) => {
-    const q = parseQuery(E.list.params, ctx.query, api);
+    const q = listQuery(ctx.query);
     const result = await targetPage(api.store, withinScope(scopeOf(ctx), toFilters(q)), paging(q, api));
     ctx.body = { pagination: result.pagination, targets: result.rows };
   });
