@@ -38,7 +38,7 @@ import { signJwt } from '../src/metrics/sign.js';
 import { dataDirOf, LARGE_TEAM, openDataset, SCALES, SMALL_TEAM, type Dataset, type Scale } from './lib/dataset.js';
 import { startIngestion } from './lib/load-ingest.js';
 import { rawRequest, runMix, type MixPaths, type RawAnswer } from './lib/load-http.js';
-import { copyDataset, freePort, procCpuSeconds, startPrivateRedis, startService } from './lib/load-procs.js';
+import { cleanUpAtExit, copyDataset, freePort, procCpuSeconds, startPrivateRedis, startService } from './lib/load-procs.js';
 import { batchFigures, lagFigures, type PhaseRun, phaseFigures, phaseTargets, printPhases, r1, r2, ratiosTo } from './lib/load-phases.js';
 import { writeResults } from './lib/results.js';
 import { optionOf } from './lib/args.js';
@@ -98,20 +98,9 @@ console.log(
 const redis = await startPrivateRedis();
 const secret = randomBytes(36).toString('base64url');
 const port = await freePort();
-// If this process ends early (an error, Ctrl-C), its children and the copy go with it.
 let servicePid: number | undefined;
 let redisPid: number | undefined = redis.pid;
-process.on('exit', () => {
-  for (const pid of [servicePid, redisPid]) {
-    try {
-      if (pid) process.kill(pid, 'SIGKILL');
-    } catch {
-      /* already gone */
-    }
-  }
-  if (!args.includes('--keep')) fs.rmSync(copyDir, { recursive: true, force: true });
-});
-process.on('SIGINT', () => process.exit(130));
+cleanUpAtExit(() => [servicePid, redisPid], args.includes('--keep') ? undefined : copyDir);
 const service = await startService(
   // The admin listener (/metrics) on a free port too: 9464 may be taken by another instance.
   { DATA_DIR: copyDir, REDIS_URL: redis.url, JWT_SECRET: secret, ADMIN_PORT: String(await freePort()) },

@@ -26,7 +26,7 @@ import { signJwt } from '../src/metrics/sign.js';
 import { launchBrowser } from '../test/support/browser.js';
 import { buildUi } from '../ui/build.js';
 import { dataDirOf, LARGE_TEAM, SCALES, type Scale } from './lib/dataset.js';
-import { copyDataset, freePort, startPrivateRedis, startService } from './lib/load-procs.js';
+import { cleanUpAtExit, copyDataset, freePort, startPrivateRedis, startService } from './lib/load-procs.js';
 import { writeResults } from './lib/results.js';
 import { FINDINGS_SIGNALS, OVERVIEW_SIGNALS, timeView, type ViewSignals, type ViewTiming } from './lib/ui-timing.js';
 import { optionOf } from './lib/args.js';
@@ -53,17 +53,7 @@ const redis = await startPrivateRedis();
 const secret = randomBytes(36).toString('base64url');
 let servicePid: number | undefined;
 let redisPid: number | undefined = redis.pid;
-process.on('exit', () => {
-  for (const pid of [servicePid, redisPid]) {
-    try {
-      if (pid) process.kill(pid, 'SIGKILL');
-    } catch {
-      /* already gone */
-    }
-  }
-  fs.rmSync(copyDir, { recursive: true, force: true });
-});
-process.on('SIGINT', () => process.exit(130));
+cleanUpAtExit(() => [servicePid, redisPid], copyDir);
 const service = await startService(
   { DATA_DIR: copyDir, REDIS_URL: redis.url, JWT_SECRET: secret, DB_API_AUTH: 'jwt', ADMIN_PORT: String(await freePort()) },
   await freePort(),

@@ -78,6 +78,24 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
 }
 
 /** Copies a dataset's folder (the store must not be open anywhere). */
+/**
+ * If the benchmark ends early (an error, Ctrl-C), the children it started are killed and its copy
+ * of the dataset removed: `pids` is read at exit, so children started later are included.
+ */
+export function cleanUpAtExit(pids: () => (number | undefined)[], copyDir: string | undefined): void {
+  process.on('exit', () => {
+    for (const pid of pids()) {
+      try {
+        if (pid) process.kill(pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+    if (copyDir) fs.rmSync(copyDir, { recursive: true, force: true });
+  });
+  process.on('SIGINT', () => process.exit(130));
+}
+
 export function copyDataset(from: string, to: string): void {
   fs.rmSync(to, { recursive: true, force: true });
   fs.cpSync(from, to, { recursive: true });
