@@ -210,14 +210,18 @@ export async function spawnService(opts: ChildServiceOptions): Promise<ChildServ
 
 /** Spawns the service and waits until it is ready. */
 export async function startChildService(opts: ChildServiceOptions, timeoutMs = 60_000): Promise<ChildService> {
-  const svc = await spawnService(opts);
-  try {
-    await svc.ready(timeoutMs);
-  } catch (err) {
-    await svc.stop('SIGKILL').catch(() => undefined);
-    throw err;
+  // The ports are free when chosen, but another test file running meanwhile can take one before
+  // the child listens (EADDRINUSE, exit 1): then the child starts again on other ports.
+  for (let attempt = 1; ; attempt++) {
+    const svc = await spawnService(opts);
+    try {
+      await svc.ready(timeoutMs);
+      return svc;
+    } catch (err) {
+      await svc.stop('SIGKILL').catch(() => undefined);
+      if (attempt >= 3 || !String((err as Error).message).includes('EADDRINUSE')) throw err;
+    }
   }
-  return svc;
 }
 
 /** SIGKILLs every child service still running (afterAll). */
