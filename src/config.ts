@@ -50,7 +50,7 @@ const envSchema = z.object({
   INGEST_BATCH_SIZE: positiveInt.max(20_000).default(4000),
   INGEST_BATCH_WAIT_MS: z.coerce.number().int().min(0).max(10_000).default(20),
   // Commit pacing (src/ingest/batcher.ts): at most one batch per interval unless a full one waits.
-  INGEST_COMMIT_INTERVAL_MS: z.coerce.number().int().min(0).max(30_000).default(4000),
+  INGEST_COMMIT_INTERVAL_MS: z.coerce.number().int().min(0).max(30_000).default(2000),
   CLICKHOUSE_URL: optionalString,
   CLICKHOUSE_DATABASE: z
     .string()
