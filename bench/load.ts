@@ -3,7 +3,9 @@
  * npm run bench:load -- --scale 100k --rates 0,100,500 --duration 120 [--bulk 8000] [--service-dir DIR]
  *
  * `--rates`: phases on one service, in the order given (0: an idle phase), each with its own
- * warm-up and window; every phase's figures are also ratios to the idle phase's (issue 32). After
+ * warm-up and window; every phase's figures are also ratios to the last idle phase before it
+ * (issue 32; `--rates 0,100,0,500,0` brackets each rate, and records how far the idle phases
+ * differ: `idleSpread`, max/min of their requests/s, the host's noise). After
  * the phases and the drain, `--bulk N` enqueues N reports at once (a backlog) and records the
  * engine time per report of the batches that drain it: the bulk replay the paced batches compare
  * to. `--service-dir` runs the service of another checkout (an earlier commit: before/after runs).
@@ -194,6 +196,9 @@ const mixOptions = {
 const runs: PhaseRun[] = [];
 for (const [n, rate] of RATES.entries()) {
   ingestion.setRate(rate);
+  // An idle phase after a rate starts once what that rate queued is committed.
+  if (rate === 0 && n > 0 && !(await ingestion.drained(Math.max(120, DURATION) * 1000)))
+    console.log('phase 0/s: the queue did not drain first');
   if (WARMUP > 0) {
     const w = await runMix({ ...mixOptions, seconds: WARMUP, seed: 1 + 2 * n });
     console.log(
@@ -291,12 +296,20 @@ const loadavgAfter = os.loadavg().map((x) => +x.toFixed(2));
 // --- figures -----------------------------------------------------------------------------------
 const bulkBatches = bulk ? batchFigures(batches.filter((b) => b.at >= bulk.from && b.at <= bulk.to)) : null;
 const phaseList = runs.map((r) => phaseFigures(r, ingestion, batches));
-const idle = phaseList.find((p) => p.rate === 0);
-const phases = phaseList.map((p) => ({
-  ...p,
-  ratios: idle && p !== idle ? ratiosTo(idle, p) : null,
-  targets: phaseTargets(idle, p, bulkBatches?.engineMsPerReport ?? null),
-}));
+// A phase's idle reference: the last idle phase before it (the first one for phases before any).
+// With idle phases between and after the rates (--rates 0,100,0,500,0) each rate compares with
+// the state of the service and host just before it, and the idle phases' spread is recorded.
+const idles = phaseList.filter((p) => p.rate === 0);
+const idleBefore = (i: number) => phaseList.slice(0, i).findLast((p) => p.rate === 0) ?? idles[0];
+const phases = phaseList.map((p, i) => {
+  const idle = idleBefore(i);
+  return {
+    ...p,
+    ratios: idle && p !== idle && p.rate > 0 ? ratiosTo(idle, p) : null,
+    targets: phaseTargets(idle, p, bulkBatches?.engineMsPerReport ?? null),
+  };
+});
+const idleSpread = idles.length > 1 ? r2(Math.max(...idles.map((p) => p.api.rps)) / Math.min(...idles.map((p) => p.api.rps))) : null;
 const errorsTotal = runs.reduce((n, r) => n + r.mix.errors + r.mix.non2xx, 0);
 const lagMax = Math.max(...phases.map((p) => Math.max(p.ingestion.lag.maxS ?? 0, p.ingestion.oldestPending.maxS ?? 0)));
 const failedJobs = ingestion.samples[ingestion.samples.length - 1]?.failed ?? 0;
@@ -373,6 +386,7 @@ const result = {
     loadGenerator: `autocannon ${'8'} in this process, each connection cycling 7 metrics, 2 statistics, 1 findings page`,
   },
   phases,
+  idleSpread,
   // The whole mix of each phase (per kind: statuses, X-Cache, 10 s windows).
   http: runs.map((r) => ({ rate: r.rate, ...r.mix })),
   ingestion: ingestionRun,
@@ -386,6 +400,7 @@ console.log(
   `\n${SCALE}, ${DURATION} s per phase, ${CONNECTIONS} connections, reports/s ${RATES.join(', ')} on ${result.host.model} (loadavg ${loadavgBefore.join(' ')} → ${loadavgAfterLoad.join(' ')})`,
 );
 printPhases(phases);
+if (idleSpread !== null) console.log(`idle phases: requests/s ${idles.map((p) => p.api.rps).join(', ')} (max/min ×${idleSpread})`);
 const i = ingestionRun;
 console.log(
   `ingestion: ${i.committedTotal} committed of ${i.enqueuedTotal} enqueued; at the end of the load ${JSON.stringify(i.atEndOfLoad)}; ` +
