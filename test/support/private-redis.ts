@@ -67,8 +67,27 @@ function stopChild(child: ChildProcess, signal: NodeJS.Signals, timeoutMs: numbe
   });
 }
 
+/** The port was another process's by the time the server started (it may even be another test's Redis). */
+class PortTaken extends Error {}
+
+/**
+ * Starts a private redis-server. A free port can be taken by another test file (three run at a
+ * time) between its choice and the server's bind: the server then exits, while the port may well
+ * answer PING, as another test's Redis. So the server that answers must be the one started here
+ * (its process id); on a port of its own choosing, up to three ports are tried. A test sharing a
+ * Redis with another one would have its jobs taken by the other test's worker.
+ */
 export async function startPrivateRedis(opts: PrivateRedisOptions = {}): Promise<PrivateRedis> {
-  const port = opts.port ?? (await freePort());
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOn(opts.port ?? (await freePort()), opts);
+    } catch (err) {
+      if (!(err instanceof PortTaken) || opts.port !== undefined || attempt >= 3) throw err;
+    }
+  }
+}
+
+async function startOn(port: number, opts: PrivateRedisOptions): Promise<PrivateRedis> {
   const persistence = opts.persistence ?? 'none';
   if (persistence !== 'none' && !opts.dir) throw new Error(`a private Redis with ${persistence} persistence needs a dir`);
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', ''];
@@ -85,17 +104,23 @@ export async function startPrivateRedis(opts: PrivateRedisOptions = {}): Promise
   const deadline = Date.now() + 10_000;
   try {
     for (;;) {
-      if (exited(child)) throw new Error(`private redis-server on port ${port} exited at start (${child.exitCode ?? child.signalCode})`);
+      if (exited(child))
+        throw new PortTaken(`private redis-server on port ${port} exited at start (${child.exitCode ?? child.signalCode})`);
+      let answering: number | undefined;
       try {
         await probe.connect();
         // A server loading its append-only file answers LOADING until it is done.
         await probe.ping();
-        break;
+        answering = Number(/process_id:(\d+)/.exec(await probe.info('server'))?.[1]);
       } catch {
         probe.disconnect();
         if (Date.now() > deadline) throw new Error(`private redis-server on port ${port} did not start within 10 s`);
         await new Promise((r) => setTimeout(r, 50));
+        continue;
       }
+      if (answering !== child.pid)
+        throw new PortTaken(`port ${port} is answered by another Redis (pid ${answering}), not the one started here`);
+      break;
     }
   } catch (err) {
     child.kill('SIGKILL');
