@@ -8,19 +8,33 @@ import { Redis } from 'ioredis';
  * here is killed when the test process exits, whatever happens to the hooks.
  */
 
-export function freePort(): Promise<number> {
+/** A port free now: `port` 0 lets the system choose one of its ephemeral ports. */
+export function freePort(port = 0): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
+    server.listen(port, '127.0.0.1', () => {
+      const { port: chosen } = server.address() as net.AddressInfo;
+      server.close(() => resolve(chosen));
     });
   });
 }
 
+/**
+ * A free port for a private Redis, drawn at random below the system's ephemeral ports (32768 and
+ * up on Linux): a Redis killed by its test keeps its port for its restart, and a port the system
+ * hands out for `listen(0)` (other tests' services) is never one of these.
+ */
+async function freeRedisPort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await freePort(port).catch(() => undefined);
+    if (free !== undefined) return free;
+  }
+}
+
 export interface PrivateRedisOptions {
-  /** Default: a free port. A restart passes the port of the server it replaces. */
+  /** Default: a free port (below the ephemeral ones). A restart passes the port of the server it replaces. */
   port?: number;
   /** Where a persistent server keeps its files. */
   dir?: string;
@@ -80,7 +94,7 @@ class PortTaken extends Error {}
 export async function startPrivateRedis(opts: PrivateRedisOptions = {}): Promise<PrivateRedis> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOn(opts.port ?? (await freePort()), opts);
+      return await startOn(opts.port ?? (await freeRedisPort()), opts);
     } catch (err) {
       if (!(err instanceof PortTaken) || opts.port !== undefined || attempt >= 3) throw err;
     }
