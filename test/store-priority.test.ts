@@ -1,13 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { SHORT_TURNS_IN_A_ROW } from '../src/storage/engine-turns.js';
 import { freshStore } from './support/engine.js';
 
 /**
  * The embedded engine runs one statement at a time; the ingest worker's statements (a prioritized
  * view of the store) go before ordinary ones already waiting, so API load cannot starve ingestion,
- * but at most two in a row while ordinary ones wait (a bounded share, issue 32). Among the others, a
- * statement whose text lately cost the engine little goes before the costly ones waiting, a bounded
- * few in a row.
+ * but at most two in a row while ordinary ones wait (a bounded share, issue 32).
  */
 
 describe('the prioritized view of the embedded store', () => {
@@ -38,21 +35,5 @@ describe('the prioritized view of the embedded store', () => {
     const order: number[] = [];
     await Promise.all([1, 2, 3, 4].map((i) => store.query(`SELECT ${i} AS n`).then(() => order.push(i))));
     expect(order).toEqual([1, 2, 3, 4]);
-  });
-
-  it('given costly statements waiting, when statements that lately cost little arrive, then a few of them run first, and a costly one after at most SHORT_TURNS_IN_A_ROW', async () => {
-    const store = await freshStore();
-    const costly = "SELECT sleep(0.1) AS s, 'costly' AS k";
-    const cheap = "SELECT 'cheap' AS k, {i:UInt8} AS i";
-    // What each text costs, learnt from its runs.
-    await store.query(costly);
-    for (const i of [0, 1, 2]) await store.query(cheap, { i });
-    const order: string[] = [];
-    const slow = store.query('SELECT sleep(0.5) AS s').then(() => order.push('slow'));
-    const costlyOnes = [1, 2].map((i) => store.query(costly).then(() => order.push(`costly ${i}`)));
-    const cheapOnes = [1, 2, 3, 4, 5, 6].map((i) => store.query(cheap, { i }).then(() => order.push(`cheap ${i}`)));
-    await Promise.all([slow, ...costlyOnes, ...cheapOnes]);
-    expect(SHORT_TURNS_IN_A_ROW).toBe(4);
-    expect(order).toEqual(['slow', 'cheap 1', 'cheap 2', 'cheap 3', 'cheap 4', 'costly 1', 'cheap 5', 'cheap 6', 'costly 2']);
   });
 });

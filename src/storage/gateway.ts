@@ -116,14 +116,13 @@ interface Engine {
 /** The statements of one view: `urgent` ones go before the ordinary ones waiting for the engine. */
 function statements(engine: Engine, urgent: boolean): Pick<Store, 'query' | 'queryFields' | 'command' | 'insert' | 'ping'> {
   const { client, metrics } = engine;
-  // The statement's text is its shape: the engine's turns learn from it what it costs (src/storage/engine-turns.ts).
-  const limited = <T>(ms: number | undefined, shape: string, work: (exec: Exec) => Promise<T>) => engine.runner(ms, work, urgent, shape);
+  const limited = <T>(ms: number | undefined, work: (exec: Exec) => Promise<T>) => engine.runner(ms, work, urgent);
   return {
     query: <T>(sql: string, params?: QueryParams, opts?: StatementOptions) =>
       guard(
         'query',
         () =>
-          limited(opts?.timeoutMs, sql, async (exec) => {
+          limited(opts?.timeoutMs, async (exec) => {
             const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'JSONEachRow', ...limits }));
             return rs.json<T>();
           }),
@@ -133,7 +132,7 @@ function statements(engine: Engine, urgent: boolean): Pick<Store, 'query' | 'que
       guard(
         'query',
         () =>
-          limited(undefined, sql, async (exec) => {
+          limited(undefined, async (exec) => {
             const rs = await exec((limits) => client.query({ query: sql, query_params: params, format: 'TabSeparated', ...limits }));
             return readFields(rs.stream<unknown>());
           }),
@@ -144,7 +143,7 @@ function statements(engine: Engine, urgent: boolean): Pick<Store, 'query' | 'que
       guard(
         'command',
         () =>
-          limited(opts?.timeoutMs, sql, async (exec) => {
+          limited(opts?.timeoutMs, async (exec) => {
             await exec((limits) => client.command({ query: sql, query_params: params, ...limits }));
           }),
         metrics,
@@ -155,16 +154,14 @@ function statements(engine: Engine, urgent: boolean): Pick<Store, 'query' | 'que
         async () => {
           if (rows.length === 0) return;
           const statement = insertStatement(table, rows);
-          await limited(opts?.timeoutMs, `insert into ${table}`, (exec) =>
-            exec((limits) => client.command({ query: statement, ...limits })),
-          );
+          await limited(opts?.timeoutMs, (exec) => exec((limits) => client.command({ query: statement, ...limits })));
         },
         metrics,
       ),
     ping: async () => {
       if (engine.closed) return false;
       try {
-        await limited(undefined, 'SELECT 1 AS ok', async (exec) => {
+        await limited(undefined, async (exec) => {
           const rs = await exec((limits) => client.query({ query: 'SELECT 1 AS ok', format: 'JSONEachRow', ...limits }));
           await rs.json();
         });

@@ -1,5 +1,4 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
-import { Turns } from './engine-turns.js';
 import { QueryTimeout } from './store-errors.js';
 
 /**
@@ -19,10 +18,10 @@ import { QueryTimeout } from './store-errors.js';
  *   interrupt the engine, it only settles the call early; and chdb dispatches a statement without
  *   parameters at once, so one aborted while queued behind a slow statement would still run after
  *   it, keeping the engine busy for nobody (chdb skips aborted statements only in its own queue
- *   of parameterised ones). So statements take turns here (src/storage/engine-turns.ts) and are
- *   not given chdb's abort: the caller stops waiting at the deadline, a statement whose time ran
- *   out while it waited never reaches the engine, and the next one starts when the engine is
- *   really free (within the engine's limit of the one before).
+ *   of parameterised ones). So statements take turns here (Turns) and are not given chdb's
+ *   abort: the caller stops waiting at the deadline, a statement whose time ran out while it
+ *   waited never reaches the engine, and the next one starts when the engine is really free
+ *   (within the engine's limit of the one before).
  */
 
 /** Past the deadline, the engine has this long to report its own timeout before the call is aborted. */
@@ -35,6 +34,68 @@ export interface Limits {
 
 /** Hands one client call the settings and signal of its statement's time limit. */
 export type Exec = <R>(call: (limits: Limits) => Promise<R>) => Promise<R>;
+
+/**
+ * Of the turns taken while both lanes wait, the prioritized lane has at most this many in a row
+ * before an ordinary statement gets one: API statements (milliseconds each) interleave with a
+ * batch's statements instead of waiting behind the whole batch, and the batch still has two
+ * thirds of the engine while API load keeps statements queued.
+ */
+export const URGENT_TURNS_IN_A_ROW = 2;
+
+/**
+ * The embedded engine's statements, one after the other (see above), in two lanes: a statement of
+ * the ingest worker (a `prioritized()` store) goes before the ordinary ones waiting, so that API
+ * load, which can keep several statements queued at any moment, never starves ingestion; but not
+ * more than URGENT_TURNS_IN_A_ROW times in a row while ordinary ones wait, so a batch's statements
+ * cannot hold them back for the whole batch either.
+ */
+class Turns {
+  #busy = false;
+  readonly #lanes: [(() => void)[], (() => void)[]] = [[], []];
+  #urgentInARow = 0;
+
+  /**
+   * Starts `start` when the engine is free and no statement of a higher lane waits, unless `signal`
+   * fired first; the answer settles when `start`'s does or when `signal` fires.
+   */
+  take<R>(signal: AbortSignal | undefined, start: () => Promise<R>, urgent = false): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      let settled = false;
+      const settle = (done: () => void) => {
+        signal?.removeEventListener('abort', giveUp);
+        if (!settled) {
+          settled = true;
+          done();
+        }
+      };
+      const giveUp = () => settle(() => reject(new Error('time limit reached before the engine answered')));
+      signal?.addEventListener('abort', giveUp, { once: true });
+      const run = () => {
+        // Its time ran out while it waited: it never reaches the engine.
+        if (signal?.aborted) return this.#next();
+        Promise.resolve()
+          .then(start)
+          .then(
+            (value) => settle(() => resolve(value)),
+            (err: unknown) => settle(() => reject(err)),
+          )
+          .finally(() => this.#next());
+      };
+      this.#lanes[urgent ? 0 : 1].push(run);
+      if (!this.#busy) this.#next();
+    });
+  }
+
+  #next(): void {
+    const [urgent, ordinary] = this.#lanes;
+    const ordinaryTurn = urgent.length === 0 || (ordinary.length > 0 && this.#urgentInARow >= URGENT_TURNS_IN_A_ROW);
+    this.#urgentInARow = ordinaryTurn ? 0 : this.#urgentInARow + 1;
+    const run = ordinaryTurn ? ordinary.shift() : urgent.shift();
+    this.#busy = run !== undefined;
+    run?.();
+  }
+}
 
 /** TIMEOUT_EXCEEDED, or TOO_SLOW when the engine projects the statement past its limit. */
 function engineTimeout(err: unknown): boolean {
@@ -58,13 +119,12 @@ export function timeLimits(mode: 'embedded' | 'server', storeMs: number | undefi
       engineMs[urgent ? 0 : 1] += performance.now() - started;
     });
   };
-  /** `shape`: the statement's text without its values, by which the engine's turns learn what it costs. */
-  const run = async <T>(ms: number | undefined, work: (exec: Exec) => Promise<T>, urgent = false, shape = ''): Promise<T> => {
+  const run = async <T>(ms: number | undefined, work: (exec: Exec) => Promise<T>, urgent = false): Promise<T> => {
     const budget = ms ?? storeMs ?? 0;
     if (budget === 0) {
       const limits: Limits = sent ? { clickhouse_settings: { max_execution_time: 0 } } : {};
       return work((call) =>
-        turns ? turns.take(undefined, () => timed(urgent, () => call(limits)), urgent, shape) : timed(urgent, () => call(limits)),
+        turns ? turns.take(undefined, () => timed(urgent, () => call(limits)), urgent) : timed(urgent, () => call(limits)),
       );
     }
     sent = true;
@@ -80,7 +140,7 @@ export function timeLimits(mode: 'embedded' | 'server', storeMs: number | undefi
       );
     };
     try {
-      return await work((call) => (turns ? turns.take(controller.signal, () => start(call), urgent, shape) : start(call)));
+      return await work((call) => (turns ? turns.take(controller.signal, () => start(call), urgent) : start(call)));
     } catch (err) {
       if (err instanceof QueryTimeout) throw err;
       if (controller.signal.aborted || engineTimeout(err)) throw new QueryTimeout(budget, { cause: err });
