@@ -1,21 +1,6 @@
-/**
- * npm run bench:after-ingest [-- --scale 100k --batches 60]
- *
- * What a stream of small batches leaves behind for readers: on a copy of a benchmark dataset (as
- * built: every table merged into one part), the database API's uncached statistics and findings
- * pages (the large team, 5 requests each, median) are timed, then `--batches` batches of 200
- * reports are applied as the worker applies them (the scans after the dataset's history), then the
- * same reads are timed right after and 15, 45 and 105 s later, with each table's active parts and
- * the merges under way. bench:load's idle phase runs on the store as built; a service that has
- * ingested anything reads small parts beside the large one (its FINAL reads merge them as they
- * read). Results: bench/results/after-ingest-<scale>.json.
- */
-import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
-import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createDbApi } from '../src/app.js';
 import { ingestBatch } from '../src/ingest/batch.js';
@@ -24,11 +9,8 @@ import { prepareReport } from '../src/ingest/prepare.js';
 import { rewriteTotals } from '../src/ingest/totals.js';
 import { createLogger } from '../src/log.js';
 import { checksQueue } from '../src/queue/producer.js';
-import { openStore } from '../src/storage/gateway.js';
-import { migrate } from '../src/storage/migrate.js';
 import { nowSeconds } from '../src/domain/time.js';
-import { dataDirOf, LARGE_TEAM, SCALES, type Scale } from './lib/dataset.js';
-import { copyDataset } from './lib/load-procs.js';
+import { LARGE_TEAM, openDatasetCopy, SCALES, type Scale } from './lib/dataset.js';
 import { ownedStore } from './lib/owned-store.js';
 import { syntheticReports } from './lib/synthetic.js';
 import { optionOf } from './lib/args.js';
@@ -37,17 +19,7 @@ import { writeResults } from './lib/results.js';
 const arg = optionOf(process.argv.slice(2));
 const SCALE = arg('scale', '100k') as Scale;
 const BATCHES = Number(arg('batches', '60'));
-const copyDir = path.join(os.tmpdir(), `vulndb-parts-${SCALE}-${randomUUID().slice(0, 8)}`);
-copyDataset(dataDirOf(SCALE), copyDir);
-process.on('exit', () => fs.rmSync(copyDir, { recursive: true, force: true }));
-const store = await openStore({
-  url: undefined,
-  database: 'vulndb',
-  user: 'default',
-  password: '',
-  embeddedPath: path.join(copyDir, 'clickhouse'),
-});
-await migrate(store);
+const store = await openDatasetCopy(SCALE, 'after-ingest');
 const log = createLogger('warn');
 const owned = ownedStore(store, log);
 const redis = new Redis('redis://127.0.0.1:6379');

@@ -16,19 +16,16 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { ingestBatch } from '../src/ingest/batch.js';
 import { Interned } from '../src/ingest/interned.js';
 import { prepareReport } from '../src/ingest/prepare.js';
 import { rewriteTotals } from '../src/ingest/totals.js';
 import type { NormalizedReport } from '../src/ingest/normalize.js';
 import { ProcessLocks } from '../src/locks/target-locks.js';
-import { openStore, type Store } from '../src/storage/gateway.js';
-import { migrate } from '../src/storage/migrate.js';
+import type { Store } from '../src/storage/gateway.js';
 import { teamsOf } from '../src/teams/associations.js';
 import { nowSeconds } from '../src/domain/time.js';
-import { dataDirOf, SCALES, type Scale } from './lib/dataset.js';
-import { copyDataset } from './lib/load-procs.js';
+import { dataDirOf, openDatasetCopy, SCALES, type Scale } from './lib/dataset.js';
 import { syntheticReports } from './lib/synthetic.js';
 import { writeResults } from './lib/results.js';
 import { optionOf } from './lib/args.js';
@@ -75,19 +72,7 @@ function timedStore(store: Store, log: Timed[]): Store {
   };
 }
 
-const copyDir = path.join(os.tmpdir(), `vulndb-batch-profile-${SCALE}-${randomUUID().slice(0, 8)}`);
-copyDataset(dataDirOf(SCALE), copyDir);
-process.on('exit', () => fs.rmSync(copyDir, { recursive: true, force: true }));
-const store = await openStore({
-  url: undefined,
-  database: 'vulndb',
-  user: 'default',
-  password: '',
-  embeddedPath: path.join(copyDir, 'clickhouse'),
-});
-// As the service starts: the dataset may predate this tree's migrations.
-const migrated = await migrate(store);
-if (migrated.length > 0) console.log(`migrations applied to the copy: ${migrated.join(', ')}`);
+const store = await openDatasetCopy(SCALE, 'batch-profile');
 const locks = new ProcessLocks();
 const { targets, scans } = SCALES[SCALE];
 const reports = syntheticReports({ targets, scans: scans + 100, churn: 0.01, skipScans: scans });

@@ -27,6 +27,8 @@ import { replayLines } from './replay-lines.js';
 import { syntheticTexts } from './synthetic-texts.js';
 import { writeResults } from './results.js';
 import { ownedStore } from './owned-store.js';
+import { copyDataset as copyDataDir } from './load-procs.js';
+import { randomUUID } from 'node:crypto';
 
 export const SCALES = {
   '100k': { targets: 8_000, scans: 25 },
@@ -210,4 +212,25 @@ export async function openDataset(scale: Scale, layout: StoreLayout = 'single'):
   }
   const info = JSON.parse(fs.readFileSync(marker, 'utf8')) as Omit<Dataset, 'dataDir' | 'storePath'>;
   return { dataset: { ...info, scale, dataDir, storePath }, store };
+}
+
+/**
+ * The store of a fresh copy of a built dataset in the temporary folder (removed when the process
+ * exits), migrated as the service would at start (the dataset may predate this tree's
+ * migrations): what a benchmark that writes opens, so that the dataset itself stays as built.
+ */
+export async function openDatasetCopy(scale: Scale, name: string): Promise<Store> {
+  const copyDir = path.join(os.tmpdir(), `vulndb-${name}-${scale}-${randomUUID().slice(0, 8)}`);
+  copyDataDir(dataDirOf(scale), copyDir);
+  process.on('exit', () => fs.rmSync(copyDir, { recursive: true, force: true }));
+  const store = await openStore({
+    url: undefined,
+    database: 'vulndb',
+    user: 'default',
+    password: '',
+    embeddedPath: path.join(copyDir, 'clickhouse'),
+  });
+  const migrated = await migrate(store);
+  if (migrated.length > 0) console.log(`migrations applied to the copy: ${migrated.join(', ')}`);
+  return store;
 }
