@@ -68,6 +68,8 @@ type DecisionChoice = { finding: number; hour: number; act: 'false_positive' | '
 const arbTime = fc.oneof(
   fc.constant<StatFilters>({}),
   fc.nat({ max: 15 }).map<StatFilters>((d) => ({ atDate: START + d * DAY })),
+  // On the hour: the seconds at which decisions are made, revoked and expire (activity's ends).
+  fc.nat({ max: 14 * 24 }).map<StatFilters>((h) => ({ atDate: START + h * 3600 })),
   fc.tuple(fc.nat({ max: 12 }), fc.nat({ max: 6 }), fc.boolean()).map<StatFilters>(([from, span, open]) => ({
     minDate: START + from * DAY,
     ...(open ? {} : { maxDateEnd: START + (from + span + 1) * DAY }),
@@ -224,6 +226,19 @@ describe('suppression in every statistic (SPEC §12.3)', () => {
             [{ target: 0, day: 0, vulns: [0], fingerprints: ['a', 'a', 'a'], scoreSeed: 50 }],
             [{ finding: 0, hour: 1, act: 'accepted_risk', lasts: 5 }],
             { minDate: START, maxDateEnd: START + 4 * DAY },
+            {},
+          ],
+          // At the very second an acceptance begins, and the second it expires (activity's ends).
+          [
+            [{ target: 0, day: 0, vulns: [0], fingerprints: ['a', 'a', 'a'], scoreSeed: 50 }],
+            [{ finding: 0, hour: 24, act: 'accepted_risk', lasts: 2 }],
+            { atDate: START + DAY },
+            {},
+          ],
+          [
+            [{ target: 0, day: 0, vulns: [0], fingerprints: ['a', 'a', 'a'], scoreSeed: 50 }],
+            [{ finding: 0, hour: 24, act: 'accepted_risk', lasts: 2 }],
+            { atDate: START + 3 * DAY },
             {},
           ],
         ],

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DecisionFilter, SuppressionFilter } from '../filters/params.js';
-import type { Sql } from '../filters/sql.js';
+import { clampAt, type Sql } from '../filters/sql.js';
 import type { Store } from '../storage/gateway.js';
 import { activeAt, activeAtParams, decisionIntervals } from './active.js';
 import { type Decision, decisionsAt } from './store.js';
@@ -18,18 +18,32 @@ import { type Decision, decisionsAt } from './store.js';
  * - the result of the rule's statement (every decision's interval) in a Memory table, made when a
  *   statement first needs it after a change (`changed()`: a decision written, data committed): the
  *   rule reads the FOUND events of every finding with a false positive, which for thousands of
- *   decisions costs a statement hundreds of milliseconds (bench/HISTORY.md). Copies of earlier
- *   states are dropped a while later, once the statements that read them are done.
+ *   decisions costs a statement hundreds of milliseconds (bench/HISTORY.md);
+ * - the findings suppressed at an instant, as a Set table the engine tests without running a
+ *   subquery (bench/HISTORY.md: a third of the condition's cost at 1M). Activity changes only at the
+ *   intervals' ends, so one set answers every instant between two consecutive ends: it is made from
+ *   the copy at the first of them, when a statement first needs it.
+ * Tables of earlier states are dropped a while later, once the statements that read them are done.
  */
 
 const NONE: Sql = { where: [], params: {} };
 const PARAM = 'supAt';
-const COPY_PREFIX = 'decision_intervals_';
+const PREFIX = 'decision_intervals_';
 const DROP_AFTER_MS = 60_000;
+/** Sets kept per state of the data: an instant's set beyond these replaces the oldest. */
+const MAX_SETS = 16;
+
+/** The rule's result for one state of the data, and the sets made from it. */
+interface Copy {
+  table: string;
+  /** Every instant at which some decision's activity begins or ends, ascending. */
+  ends: number[];
+  sets: Map<string, Promise<string>>;
+}
 
 export class Suppression {
   private present: Promise<boolean> | undefined;
-  private copy: Promise<string> | undefined;
+  private copy: Promise<Copy> | undefined;
   private leftoversDropped = false;
 
   constructor(private readonly store: Store) {}
@@ -57,15 +71,29 @@ export class Suppression {
   changed(): void {
     const old = this.copy;
     this.copy = undefined;
-    if (old) {
-      const drop = () => void old.then((table) => this.store.command(`DROP TABLE IF EXISTS ${table}`)).catch(() => undefined);
-      setTimeout(drop, DROP_AFTER_MS).unref();
-    }
+    if (!old) return;
+    this.later(() => {
+      void old.then(
+        (copy) => {
+          for (const table of [copy.table, ...copy.sets.values()]) this.drop(table);
+        },
+        () => undefined,
+      );
+    });
   }
 
-  /** The rows of the decisions' intervals (active.ts): the copy of the current state, or the statement. */
-  private async intervals(): Promise<string> {
-    if (!this.store.exclusive) return `(${decisionIntervals()})`;
+  /** Drops a table of an earlier state, once the statements that read it are done. */
+  private later(drop: () => void): void {
+    setTimeout(drop, DROP_AFTER_MS).unref();
+  }
+
+  private drop(table: string | Promise<string>): void {
+    void Promise.resolve(table)
+      .then((name) => this.store.command(`DROP TABLE IF EXISTS ${name}`))
+      .catch(() => undefined);
+  }
+
+  private current(): Promise<Copy> {
     if (!this.copy) {
       const made = this.makeCopy();
       made.catch(() => {
@@ -76,29 +104,75 @@ export class Suppression {
     return this.copy;
   }
 
-  private async makeCopy(): Promise<string> {
+  private async makeCopy(): Promise<Copy> {
     if (!this.leftoversDropped) {
-      // Copies a process on this data folder left when it stopped.
+      // Tables a process on this data folder left when it stopped.
       const left = await this.store.query<{ name: string }>(
         'SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, {prefix:String})',
-        { prefix: COPY_PREFIX },
+        { prefix: PREFIX },
       );
       for (const { name } of left) await this.store.command(`DROP TABLE IF EXISTS ${name}`);
       this.leftoversDropped = true;
     }
-    const table = `${COPY_PREFIX}${randomUUID().replaceAll('-', '')}`;
+    const table = this.newName();
     await this.store.command(`CREATE TABLE ${table} ENGINE = Memory AS ${decisionIntervals()}`);
-    return table;
+    const ends = await this.store.query<{ t: number }>(`SELECT DISTINCT toUInt32(arrayJoin([since, until])) AS t FROM ${table} ORDER BY t`);
+    return { table, ends: ends.map((r) => Number(r.t)), sets: new Map() };
+  }
+
+  private newName = () => `${PREFIX}${randomUUID().replaceAll('-', '')}`;
+
+  /**
+   * The Set table of the findings (of `decision`, or all) suppressed at `t`, made from the copy at
+   * the last end at or before `t`; undefined when no decision is active at any instant up to `t`.
+   */
+  private async setAt(t: number, decision?: string): Promise<string | undefined> {
+    const copy = await this.current();
+    const from = lastAtOrBefore(copy.ends, clampAt(t));
+    if (from === undefined) return undefined;
+    const key = `${from}:${decision ?? ''}`;
+    let set = copy.sets.get(key);
+    if (!set) {
+      set = this.makeSet(copy.table, from, decision);
+      const made = set;
+      made.catch(() => {
+        if (copy.sets.get(key) === made) copy.sets.delete(key); // made again next time
+      });
+      copy.sets.set(key, made);
+      if (copy.sets.size > MAX_SETS) {
+        const [oldest, table] = copy.sets.entries().next().value as [string, Promise<string>];
+        copy.sets.delete(oldest);
+        this.later(() => this.drop(table));
+      }
+    }
+    return set;
+  }
+
+  private async makeSet(copy: string, at: number, decision?: string): Promise<string> {
+    const name = this.newName();
+    const which = decision ? ' AND decision = {supDecision:String}' : '';
+    await this.store.command(`CREATE TABLE ${name} (finding_id UUID) ENGINE = Set SETTINGS persistent = 0`);
+    await this.store.command(`INSERT INTO ${name} SELECT finding_id FROM ${copy} WHERE ${activeAt(PARAM)}${which}`, {
+      ...activeAtParams(PARAM, at),
+      ...(decision ? { supDecision: decision } : {}),
+    });
+    return name;
   }
 
   /**
-   * The findings suppressed at T (bound as PARAM): a condition on their id, unique across targets
-   * (src/domain/ids.ts), which the engine tests faster than the pair (target_id, id).
+   * The findings suppressed at T: a condition on their id, unique across targets
+   * (src/domain/ids.ts), which the engine tests faster than the pair (target_id, id). Where the
+   * process keeps the rule's result, the set of that instant; elsewhere the rule's statement
+   * evaluated at T (bound as `param`).
    */
   private async suppressedAt(t: number, decision?: string, param = PARAM): Promise<Sql> {
+    if (this.store.exclusive) {
+      const set = await this.setAt(t, decision);
+      return { where: [set ? `id IN ${set}` : '0'], params: {} };
+    }
     const which = decision ? ' AND decision = {supDecision:String}' : '';
     return {
-      where: [`id IN (SELECT finding_id FROM ${await this.intervals()} WHERE ${activeAt(param)}${which})`],
+      where: [`id IN (SELECT finding_id FROM (${decisionIntervals()}) WHERE ${activeAt(param)}${which})`],
       params: { ...activeAtParams(param, t), ...(decision ? { supDecision: decision } : {}) },
     };
   }
@@ -110,7 +184,8 @@ export class Suppression {
    */
   async notSuppressedAt(f: SuppressionFilter, t: number, param = PARAM): Promise<Sql | undefined> {
     if (f.includeSuppressed || !(await this.mayExist())) return undefined;
-    return this.not(await this.suppressedAt(t, undefined, param));
+    const suppressed = await this.suppressedAt(t, undefined, param);
+    return suppressed.where[0] === '0' ? undefined : this.not(suppressed);
   }
 
   private not(suppressed: Sql): Sql {
@@ -131,6 +206,18 @@ export class Suppression {
     if (findingIds.length === 0 || !(await this.mayExist())) return new Map();
     return decisionsAt(this.store, findingIds, t);
   }
+}
+
+/** The last of ascending `xs` at or before `t`, by bisection. */
+function lastAtOrBefore(xs: readonly number[], t: number): number | undefined {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (xs[mid]! <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 ? xs[lo - 1] : undefined;
 }
 
 /**
