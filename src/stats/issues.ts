@@ -24,7 +24,41 @@ export async function issueStats(
 ): Promise<PageOf<IssueStatBody>> {
   const kept = await suppression.notSuppressedAt(f, referenceInstant(f, now));
   const filtered = [f.minScore, f.maxScore, f.minDate, f.maxDateEnd, f.team, f.teams, kept].some((v) => v !== undefined);
-  return filtered ? filteredIssueStats(store, f, page, kept) : currentIssueStats(store, page);
+  return countedPage(store, filtered ? filteredCounts(f, kept) : CURRENT_COUNTS, page);
+}
+
+/**
+ * Without filters, while no finding can be suppressed, every finding counts: the per-issue
+ * counters (migration 0011, one row per issue) answer.
+ */
+const CURRENT_COUNTS: PerIssue = {
+  sql: 'SELECT issue_id, sum(open) AS open, sum(fixed) AS fixed FROM issue_finding_counts GROUP BY issue_id HAVING open + fixed > 0',
+  params: {},
+};
+
+/** A statement of issue_id, open, fixed: the counted findings per issue. */
+interface PerIssue {
+  sql: string;
+  params: Record<string, unknown>;
+}
+
+/** With scores, dates, teams or suppressed findings, the counted findings' latest versions are grouped by issue. */
+function filteredCounts(f: StatFilters, kept: Sql | undefined): PerIssue {
+  let conditions = labelsAndScores({ minScore: f.minScore, maxScore: f.maxScore });
+  if (f.minDate !== undefined || f.maxDateEnd !== undefined) {
+    conditions = merge(conditions, {
+      where: [
+        `id IN (SELECT finding_id FROM finding_events WHERE time >= {eventFrom:DateTime('UTC')} AND time < {eventTo:DateTime('UTC')})`,
+      ],
+      params: { eventFrom: sqlTime(f.minDate ?? 0), eventTo: sqlTime(f.maxDateEnd ?? NEVER) },
+    });
+  }
+  const { from, scope } = findingsIn({ team: f.team, teams: f.teams });
+  const sql = merge(scope, conditions, ...(kept ? [kept] : []));
+  return {
+    sql: `SELECT issue_id, countIf(status = 'OPEN') AS open, countIf(status = 'FIXED') AS fixed FROM ${from} ${whereClause(sql)} GROUP BY issue_id`,
+    params: sql.params,
+  };
 }
 
 interface IssueCounts {
@@ -34,25 +68,24 @@ interface IssueCounts {
 }
 
 /**
- * Without filters, while no finding can be suppressed, every finding counts: the page and its total
- * come from the per-issue counters (migration 0011, one row per issue) in one statement, then the
- * page's issues are looked up by id.
+ * One page of the issues counted by `perIssue`: the page of
+ * counts and its total in one statement (a window over every counted issue), then the page's issues
+ * looked up by id. Joining the issues before the page would read every counted issue's texts.
  */
-async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<IssueStatBody>> {
-  const counts = `(SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n
-                  FROM issue_finding_counts GROUP BY issue_id HAVING open_n + fixed_n > 0)`;
+async function countedPage(store: Store, perIssue: PerIssue, page: Paging): Promise<PageOf<IssueStatBody>> {
+  const counts = `(${perIssue.sql})`;
   const counted = pageCanHoldRows(page)
     ? await store.query<IssueCounts & { page_total: number }>(
-        `SELECT issue_id AS id, open_n AS open, fixed_n AS fixed, count() OVER () AS page_total
+        `SELECT issue_id AS id, open, fixed, count() OVER () AS page_total
          FROM ${counts}
          ORDER BY ${byId('issue_id')}
          ${PAGE_LIMIT}`,
-        pageParams(page),
+        { ...perIssue.params, ...pageParams(page) },
       )
     : [];
   const total = await toldTotal(
     store,
-    { sql: `SELECT count() AS n FROM ${counts}`, params: {} },
+    { sql: `SELECT count() AS n FROM ${counts}`, params: perIssue.params },
     page,
     counted.length,
     counted[0]?.page_total,
@@ -67,36 +100,4 @@ async function currentIssueStats(store: Store, page: Paging): Promise<PageOf<Iss
     return issue ? [{ ...issue, open: Number(c.open), fixed: Number(c.fixed) }] : [];
   });
   return { rows, pagination: pagination(page, total) };
-}
-
-/** With scores, dates, teams or suppressed findings, the counted findings' latest versions are grouped by issue. */
-async function filteredIssueStats(store: Store, f: StatFilters, page: Paging, kept: Sql | undefined): Promise<PageOf<IssueStatBody>> {
-  let conditions = labelsAndScores({ minScore: f.minScore, maxScore: f.maxScore });
-  if (f.minDate !== undefined || f.maxDateEnd !== undefined) {
-    conditions = merge(conditions, {
-      where: [
-        `id IN (SELECT finding_id FROM finding_events WHERE time >= {eventFrom:DateTime('UTC')} AND time < {eventTo:DateTime('UTC')})`,
-      ],
-      params: { eventFrom: sqlTime(f.minDate ?? 0), eventTo: sqlTime(f.maxDateEnd ?? NEVER) },
-    });
-  }
-  const { from, scope } = findingsIn({ team: f.team, teams: f.teams });
-  const sql = merge(scope, conditions, ...(kept ? [kept] : []));
-  const perIssue = `SELECT issue_id, countIf(status = 'OPEN') AS open, countIf(status = 'FIXED') AS fixed
-                    FROM ${from} ${whereClause(sql)} GROUP BY issue_id`;
-  const counted = `issues_current AS i INNER JOIN (${perIssue}) AS c ON c.issue_id = i.id`;
-  // The page tells the total (a window over every counted issue): one statement where the page has rows.
-  const rows = pageCanHoldRows(page)
-    ? await store.query<IssueStatBody & { page_total: number }>(
-        `SELECT i.id AS id, summary, cwe_id, description, recommendations, reference_links, labels, open, fixed,
-                count() OVER () AS page_total
-         FROM ${counted}
-         ORDER BY ${byId('i.id')}
-         ${PAGE_LIMIT}`,
-        { ...sql.params, ...pageParams(page) },
-      )
-    : [];
-  const count = { sql: `SELECT count() AS n FROM ${counted}`, params: sql.params };
-  const total = await toldTotal(store, count, page, rows.length, rows[0]?.page_total);
-  return { rows: rows.map(({ page_total: _total, ...row }) => row), pagination: pagination(page, total) };
 }
