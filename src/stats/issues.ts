@@ -32,7 +32,9 @@ export async function issueStats(
  * counters (migration 0011, one row per issue) answer.
  */
 const CURRENT_COUNTS: PerIssue = {
-  sql: 'SELECT issue_id, sum(open) AS open, sum(fixed) AS fixed FROM issue_finding_counts GROUP BY issue_id HAVING open + fixed > 0',
+  // Aliases of their own: `sum(open) AS open` is a cycle to engines that resolve aliases first.
+  sql: `SELECT issue_id, open_n AS open, fixed_n AS fixed
+        FROM (SELECT issue_id, sum(open) AS open_n, sum(fixed) AS fixed_n FROM issue_finding_counts GROUP BY issue_id HAVING open_n + fixed_n > 0)`,
   params: {},
 };
 
