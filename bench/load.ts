@@ -40,7 +40,8 @@ import { signJwt } from '../src/metrics/sign.js';
 import { dataDirOf, LARGE_TEAM, openDataset, SCALES, SMALL_TEAM, type Dataset, type Scale } from './lib/dataset.js';
 import { startIngestion } from './lib/load-ingest.js';
 import { rawRequest, runMix, type MixPaths, type RawAnswer } from './lib/load-http.js';
-import { cleanUpAtExit, copyDataset, freePort, procCpuSeconds, startPrivateRedis, startService } from './lib/load-procs.js';
+import { cleanUpAtExit, copyDataset, freePort, procCpuSeconds, startService } from './lib/load-procs.js';
+import { startPrivateRedis } from '../test/support/private-redis.js';
 import { batchFigures, lagFigures, type PhaseRun, phaseFigures, phaseTargets, printPhases, r1, r2, ratiosTo } from './lib/load-phases.js';
 import { writeResults } from './lib/results.js';
 import { optionOf } from './lib/args.js';
@@ -101,7 +102,7 @@ const redis = await startPrivateRedis();
 const secret = randomBytes(36).toString('base64url');
 const port = await freePort();
 let servicePid: number | undefined;
-let redisPid: number | undefined = redis.pid;
+let redisPid: number | undefined = redis.child.pid;
 cleanUpAtExit(() => [servicePid, redisPid], args.includes('--keep') ? undefined : copyDir);
 const service = await startService(
   // The admin listener (/metrics) on a free port too: 9464 may be taken by another instance.
@@ -114,7 +115,7 @@ servicePid = service.pid;
 const cleanup = async () => {
   await service.stop();
   servicePid = undefined;
-  await redis.stop();
+  await redis.shutdown();
   redisPid = undefined;
   if (!args.includes('--keep')) fs.rmSync(copyDir, { recursive: true, force: true });
 };
@@ -205,7 +206,7 @@ for (const [n, rate] of RATES.entries()) {
       `phase ${rate}/s warm-up: ${w.requests} requests (${w.rps}/s), ${w.errors} errors, ${w.non2xx} non-2xx; ${ingestion.enqueued()} reports enqueued`,
     );
   }
-  const cpu0 = { service: service.cpuSeconds(), redis: procCpuSeconds(redis.pid), bench: process.cpuUsage() };
+  const cpu0 = { service: service.cpuSeconds(), redis: procCpuSeconds(redisPid!), bench: process.cpuUsage() };
   const windowStart = Date.now();
   const enqueuedAtStart = ingestion.enqueued();
   const mix = await runMix({ ...mixOptions, seconds: DURATION, seed: 2 + 2 * n });
@@ -219,7 +220,7 @@ for (const [n, rate] of RATES.entries()) {
     enqueuedInWindow: ingestion.enqueued() - enqueuedAtStart,
     cpu: {
       serviceSeconds: +(service.cpuSeconds() - cpu0.service).toFixed(1),
-      redisSeconds: +(procCpuSeconds(redis.pid) - cpu0.redis).toFixed(1),
+      redisSeconds: +(procCpuSeconds(redisPid!) - cpu0.redis).toFixed(1),
       benchSeconds: +((benchCpu.user + benchCpu.system) / 1e6).toFixed(1),
     },
     endSample: ingestion.samples[ingestion.samples.length - 1],

@@ -26,7 +26,8 @@ import { signJwt } from '../src/metrics/sign.js';
 import { launchBrowser } from '../test/support/browser.js';
 import { buildUi } from '../ui/build.js';
 import { dataDirOf, LARGE_TEAM, SCALES, type Scale } from './lib/dataset.js';
-import { cleanUpAtExit, copyDataset, freePort, startPrivateRedis, startService } from './lib/load-procs.js';
+import { cleanUpAtExit, copyDataset, freePort, startService } from './lib/load-procs.js';
+import { startPrivateRedis } from '../test/support/private-redis.js';
 import { writeResults } from './lib/results.js';
 import { FINDINGS_SIGNALS, OVERVIEW_SIGNALS, timeView, type ViewSignals, type ViewTiming } from './lib/ui-timing.js';
 import { optionOf } from './lib/args.js';
@@ -52,7 +53,7 @@ await buildUi();
 const redis = await startPrivateRedis();
 const secret = randomBytes(36).toString('base64url');
 let servicePid: number | undefined;
-let redisPid: number | undefined = redis.pid;
+let redisPid: number | undefined = redis.child.pid;
 cleanUpAtExit(() => [servicePid, redisPid], copyDir);
 const service = await startService(
   { DATA_DIR: copyDir, REDIS_URL: redis.url, JWT_SECRET: secret, DB_API_AUTH: 'jwt', ADMIN_PORT: String(await freePort()) },
@@ -239,6 +240,6 @@ await browser.close();
 await cacheClient.quit();
 await service.stop();
 servicePid = undefined;
-await redis.stop();
+await redis.shutdown();
 redisPid = undefined;
 fs.rmSync(copyDir, { recursive: true, force: true });

@@ -1,8 +1,8 @@
 /**
- * The processes bench/load.ts runs its load against: a private redis-server (its own port, no
- * persistence, so the shared Redis on 6379 is never touched) and the service as `npm start` runs
- * it (one process: both APIs and the ingest worker on the embedded store), started as a child on a
- * copy of a benchmark dataset. Both are stopped by their process ids.
+ * The service bench/load.ts runs its load against, as `npm start` runs it (one process: both APIs
+ * and the ingest worker on the embedded store), started as a child on a copy of a benchmark
+ * dataset and stopped by its process id. Its Redis is a private one (test/support/private-redis.ts:
+ * its own port, no persistence, so the shared Redis on 6379 is never touched).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -40,41 +40,6 @@ export async function stopChild(child: ChildProcess, graceMs: number): Promise<v
     child.kill('SIGKILL');
     await exited(child, 5000);
   }
-}
-
-export interface PrivateRedis {
-  url: string;
-  port: number;
-  pid: number;
-  stop(): Promise<void>;
-}
-
-export async function startPrivateRedis(): Promise<PrivateRedis> {
-  const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning'],
-    {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
-  const url = `redis://127.0.0.1:${port}`;
-  const started = performance.now();
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`redis-server on port ${port} exited with ${child.exitCode}`);
-    const up = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, '127.0.0.1');
-      s.once('connect', () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.once('error', () => resolve(false));
-    });
-    if (up) break;
-    if (performance.now() - started > 10_000) throw new Error(`redis-server on port ${port} did not start`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { url, port, pid: child.pid!, stop: () => stopChild(child, 5000) };
 }
 
 /** Copies a dataset's folder (the store must not be open anywhere). */
