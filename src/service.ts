@@ -92,6 +92,7 @@ async function sharedContext(config: Config, opts: ServiceOptions): Promise<{ sh
   // A dead holder's targets come free when its jobs do (JOB_LOCK_MS), not 30 s later.
   const locks = new TargetLocks(redis, names, config.jobs.lockMs);
   const suppression = new Suppression(store);
+  await suppression.dropLeftovers();
   const shared: RoleContext = {
     config,
     opts,

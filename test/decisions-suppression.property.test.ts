@@ -192,8 +192,10 @@ describe('suppression in every statistic (SPEC §12.3)', () => {
           // Both ways the process meets the rule: its copy of the rule's result (a store it alone
           // writes) and the rule evaluated in each statement (a store shared with other processes).
           const shared: Store = { ...decided, exclusive: false };
+          // A process allowed a single Set table reads its copy for every other instant.
           const ways: [string, Store, Suppression][] = [
             ['copy', decided, new Suppression(decided)],
+            ['copy, one set', decided, new Suppression(decided, 1)],
             ['statement', shared, new Suppression(shared)],
           ];
           // The second stores: the history without the findings suppressed at each instant used.
@@ -214,7 +216,7 @@ describe('suppression in every statistic (SPEC §12.3)', () => {
               expect(await compute(st, suppression), `${name} (${way}) ${JSON.stringify({ ...scope, ...time })} at ${t}`).toEqual(expected);
             }
           }
-          ways[0]![2].changed(); // its copy is dropped a while later
+          for (const [, , suppression] of ways) suppression.changed(); // its copy is dropped a while later
         },
       ),
       {
@@ -245,4 +247,44 @@ describe('suppression in every statistic (SPEC §12.3)', () => {
       },
     );
   }, 300_000);
+
+  it('holds no more Set tables than it may, however many instants are asked about, and answers the same beyond them', async () => {
+    const history: ReportChoice[] = [0, 1, 2].flatMap((target) => [
+      { target, day: 0, vulns: [0, 1, 2], fingerprints: ['a', 'a', 'a'], scoreSeed: 10 * target },
+    ]);
+    // Acceptances beginning and ending on different hours: a span between two ends for each hour.
+    const decisions = [0, 1, 2, 3, 4, 5].map<DecisionChoice>((finding) => ({
+      finding,
+      hour: 2 + 5 * finding,
+      act: 'accepted_risk',
+      lasts: 1,
+    }));
+    await ingest(decided, history, new Set());
+    await decide(decided, decisions);
+    const setTables = async () =>
+      Number(
+        (
+          await decided.query<{ n: number }>("SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND engine = 'Set'")
+        )[0]?.n,
+      );
+    const before = await setTables();
+    const bounded = new Suppression(decided, 2);
+    const shared = { ...decided, exclusive: false };
+    for (let hour = 0; hour < 60; hour++) {
+      const f: StatFilters = { atDate: START + hour * 3600 };
+      const expected = await findingCounts(shared, new Suppression(shared), 'OPEN', f, NOW);
+      expect(await findingCounts(decided, bounded, 'OPEN', f, NOW), `at hour ${hour}`).toEqual(expected);
+    }
+    expect((await setTables()) - before).toBeLessThanOrEqual(2);
+    bounded.changed();
+  }, 120_000);
+
+  it('drops at start the tables a stopped process left on the data folder', async () => {
+    await decided.command('CREATE TABLE decision_intervals_left0000 (finding_id UUID) ENGINE = Set SETTINGS persistent = 0');
+    await new Suppression(decided).dropLeftovers();
+    const left = await decided.query<{ n: number }>(
+      "SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'decision_intervals_left0000'",
+    );
+    expect(Number(left[0]?.n)).toBe(0);
+  });
 });

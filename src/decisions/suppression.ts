@@ -22,16 +22,20 @@ import { type Decision, decisionsAt } from './store.js';
  * - the findings suppressed at an instant, as a Set table the engine tests without running a
  *   subquery (bench/HISTORY.md: a third of the condition's cost at 1M). Activity changes only at the
  *   intervals' ends, so one set answers every instant between two consecutive ends: it is made from
- *   the copy at the first of them, when a statement first needs it.
+ *   the copy at the first of them, when a statement first needs it. The sets the process holds are
+ *   bounded (MAX_SETS, those awaiting their drop included), whatever instants clients ask about:
+ *   beyond them a statement reads the copy itself.
  * Tables of earlier states are dropped a while later, once the statements that read them are done.
  */
 
 const NONE: Sql = { where: [], params: {} };
+/** No finding is suppressed at the instant. */
+const NOTHING: Sql = { where: ['0'], params: {} };
 const PARAM = 'supAt';
 const PREFIX = 'decision_intervals_';
 const DROP_AFTER_MS = 60_000;
-/** Sets kept per state of the data: an instant's set beyond these replaces the oldest. */
-const MAX_SETS = 16;
+/** Set tables held at once, those of earlier states awaiting their drop included. */
+const MAX_SETS = 32;
 
 /** The rule's result for one state of the data, and the sets made from it. */
 interface Copy {
@@ -44,9 +48,13 @@ interface Copy {
 export class Suppression {
   private present: Promise<boolean> | undefined;
   private copy: Promise<Copy> | undefined;
-  private leftoversDropped = false;
+  private setsHeld = 0;
 
-  constructor(private readonly store: Store) {}
+  /** `maxSets`: the Set tables held at once (MAX_SETS; tests pass fewer). */
+  constructor(
+    private readonly store: Store,
+    private readonly maxSets = MAX_SETS,
+  ) {}
 
   /** Whether the store may hold a decision (read once where the process sees every write). */
   mayExist(): Promise<boolean> {
@@ -72,25 +80,22 @@ export class Suppression {
     const old = this.copy;
     this.copy = undefined;
     if (!old) return;
-    this.later(() => {
+    // Its tables are dropped once the statements that read them are done.
+    const drop = () =>
       void old.then(
         (copy) => {
-          for (const table of [copy.table, ...copy.sets.values()]) this.drop(table);
+          this.drop(copy.table);
+          for (const set of copy.sets.values()) this.drop(set, () => this.setsHeld--);
         },
         () => undefined,
       );
-    });
-  }
-
-  /** Drops a table of an earlier state, once the statements that read it are done. */
-  private later(drop: () => void): void {
     setTimeout(drop, DROP_AFTER_MS).unref();
   }
 
-  private drop(table: string | Promise<string>): void {
+  private drop(table: string | Promise<string>, dropped = () => {}): void {
     void Promise.resolve(table)
       .then((name) => this.store.command(`DROP TABLE IF EXISTS ${name}`))
-      .catch(() => undefined);
+      .then(dropped, () => undefined);
   }
 
   private current(): Promise<Copy> {
@@ -104,16 +109,20 @@ export class Suppression {
     return this.copy;
   }
 
+  /**
+   * Drops the tables a process on this data folder left when it stopped (called once, at start,
+   * before any statement needs the rule's result: another object's tables are not leftovers).
+   */
+  async dropLeftovers(): Promise<void> {
+    if (!this.store.exclusive) return;
+    const left = await this.store.query<{ name: string }>(
+      'SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, {prefix:String})',
+      { prefix: PREFIX },
+    );
+    for (const { name } of left) await this.store.command(`DROP TABLE IF EXISTS ${name}`);
+  }
+
   private async makeCopy(): Promise<Copy> {
-    if (!this.leftoversDropped) {
-      // Tables a process on this data folder left when it stopped.
-      const left = await this.store.query<{ name: string }>(
-        'SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, {prefix:String})',
-        { prefix: PREFIX },
-      );
-      for (const { name } of left) await this.store.command(`DROP TABLE IF EXISTS ${name}`);
-      this.leftoversDropped = true;
-    }
     const table = this.newName();
     await this.store.command(`CREATE TABLE ${table} ENGINE = Memory AS ${decisionIntervals()}`);
     const ends = await this.store.query<{ t: number }>(`SELECT DISTINCT toUInt32(arrayJoin([since, until])) AS t FROM ${table} ORDER BY t`);
@@ -123,58 +132,52 @@ export class Suppression {
   private newName = () => `${PREFIX}${randomUUID().replaceAll('-', '')}`;
 
   /**
-   * The Set table of the findings (of `decision`, or all) suppressed at `t`, made from the copy at
-   * the last end at or before `t`; undefined when no decision is active at any instant up to `t`.
+   * The Set table of the findings (of `decision`, or all) suppressed from the end `from` of `copy`
+   * to the next; undefined when the process holds as many sets as it may.
    */
-  private async setAt(t: number, decision?: string): Promise<string | undefined> {
-    const copy = await this.current();
-    const from = lastAtOrBefore(copy.ends, clampAt(t));
-    if (from === undefined) return undefined;
+  private setFrom(copy: Copy, from: number, decision: string | undefined): Promise<string> | undefined {
     const key = `${from}:${decision ?? ''}`;
-    let set = copy.sets.get(key);
-    if (!set) {
-      set = this.makeSet(copy.table, from, decision);
-      const made = set;
-      made.catch(() => {
-        if (copy.sets.get(key) === made) copy.sets.delete(key); // made again next time
-      });
-      copy.sets.set(key, made);
-      if (copy.sets.size > MAX_SETS) {
-        const [oldest, table] = copy.sets.entries().next().value as [string, Promise<string>];
-        copy.sets.delete(oldest);
-        this.later(() => this.drop(table));
-      }
-    }
-    return set;
+    const held = copy.sets.get(key);
+    if (held || this.setsHeld >= this.maxSets) return held;
+    this.setsHeld++;
+    const made = this.makeSet(copy.table, activeAtFor(from, decision));
+    made.catch(() => {
+      this.setsHeld--;
+      if (copy.sets.get(key) === made) copy.sets.delete(key); // made again next time
+    });
+    copy.sets.set(key, made);
+    return made;
   }
 
-  private async makeSet(copy: string, at: number, decision?: string): Promise<string> {
+  private async makeSet(copy: string, active: Sql): Promise<string> {
     const name = this.newName();
-    const which = decision ? ' AND decision = {supDecision:String}' : '';
     await this.store.command(`CREATE TABLE ${name} (finding_id UUID) ENGINE = Set SETTINGS persistent = 0`);
-    await this.store.command(`INSERT INTO ${name} SELECT finding_id FROM ${copy} WHERE ${activeAt(PARAM)}${which}`, {
-      ...activeAtParams(PARAM, at),
-      ...(decision ? { supDecision: decision } : {}),
-    });
+    try {
+      await this.store.command(`INSERT INTO ${name} SELECT finding_id FROM ${copy} WHERE ${active.where[0]}`, active.params);
+    } catch (err) {
+      this.drop(name);
+      throw err;
+    }
     return name;
   }
 
   /**
    * The findings suppressed at T: a condition on their id, unique across targets
    * (src/domain/ids.ts), which the engine tests faster than the pair (target_id, id). Where the
-   * process keeps the rule's result, the set of that instant; elsewhere the rule's statement
-   * evaluated at T (bound as `param`).
+   * process keeps the rule's result, the set of T's span between two ends (or the copy, when no
+   * more sets may be held; nothing before the first end); elsewhere the rule's statement. T is bound
+   * as `param` wherever a statement evaluates "active at T" itself.
    */
   private async suppressedAt(t: number, decision?: string, param = PARAM): Promise<Sql> {
-    if (this.store.exclusive) {
-      const set = await this.setAt(t, decision);
-      return { where: [set ? `id IN ${set}` : '0'], params: {} };
-    }
-    const which = decision ? ' AND decision = {supDecision:String}' : '';
-    return {
-      where: [`id IN (SELECT finding_id FROM (${decisionIntervals()}) WHERE ${activeAt(param)}${which})`],
-      params: { ...activeAtParams(param, t), ...(decision ? { supDecision: decision } : {}) },
-    };
+    const atT = activeAtFor(t, decision, param);
+    if (!this.store.exclusive)
+      return { where: [`id IN (SELECT finding_id FROM (${decisionIntervals()}) WHERE ${atT.where[0]})`], params: atT.params };
+    const copy = await this.current();
+    const from = lastAtOrBefore(copy.ends, clampAt(t));
+    if (from === undefined) return NOTHING;
+    const set = this.setFrom(copy, from, decision);
+    if (set) return { where: [`id IN ${await set}`], params: {} };
+    return { where: [`id IN (SELECT finding_id FROM ${copy.table} WHERE ${atT.where[0]})`], params: atT.params };
   }
 
   /**
@@ -185,7 +188,7 @@ export class Suppression {
   async notSuppressedAt(f: SuppressionFilter, t: number, param = PARAM): Promise<Sql | undefined> {
     if (f.includeSuppressed || !(await this.mayExist())) return undefined;
     const suppressed = await this.suppressedAt(t, undefined, param);
-    return suppressed.where[0] === '0' ? undefined : this.not(suppressed);
+    return suppressed === NOTHING ? undefined : this.not(suppressed);
   }
 
   private not(suppressed: Sql): Sql {
@@ -195,7 +198,7 @@ export class Suppression {
   /** `decision=` of findings lists (SPEC §12.3): findings by the decision active at `t`. */
   async selection(filter: DecisionFilter | undefined, t: number): Promise<Sql> {
     if (filter === undefined) return NONE;
-    if (!(await this.mayExist())) return filter === 'none' ? NONE : { where: ['0'], params: {} };
+    if (!(await this.mayExist())) return filter === 'none' ? NONE : NOTHING;
     if (filter === 'any') return this.suppressedAt(t);
     if (filter !== 'none') return this.suppressedAt(t, filter);
     return this.not(await this.suppressedAt(t));
@@ -206,6 +209,13 @@ export class Suppression {
     if (findingIds.length === 0 || !(await this.mayExist())) return new Map();
     return decisionsAt(this.store, findingIds, t);
   }
+}
+
+/** "Active at t" (active.ts) on rows of the rule's result, of one kind of decision or all. */
+function activeAtFor(t: number, decision: string | undefined, param = PARAM): Sql {
+  return decision
+    ? { where: [`${activeAt(param)} AND decision = {supDecision:String}`], params: { ...activeAtParams(param, t), supDecision: decision } }
+    : { where: [activeAt(param)], params: activeAtParams(param, t) };
 }
 
 /** The last of ascending `xs` at or before `t`, by bisection. */
