@@ -28,6 +28,7 @@ import { nowSeconds } from '../src/domain/time.js';
 import { dataDirOf, openDatasetCopy, SCALES, type Scale } from './lib/dataset.js';
 import { syntheticReports } from './lib/synthetic.js';
 import { writeResults } from './lib/results.js';
+import { median } from './lib/median.js';
 import { optionOf } from './lib/args.js';
 
 const args = process.argv.slice(2);
@@ -119,11 +120,6 @@ async function runBatch(size: number, round: number): Promise<BatchRun> {
     statements: log,
   };
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? 0 : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 /** Per size: the median of each statement (by its text and kind, row counts aside) and of the batch. */
 function summary(runs: BatchRun[]) {

@@ -19,6 +19,8 @@ import { optionOf } from './lib/args.js';
 import { LARGE_TEAM, openDataset, type Scale } from './lib/dataset.js';
 import { removeDecisions, seedDecisions } from './lib/decisions.js';
 import { writeResults } from './lib/results.js';
+import { median } from './lib/median.js';
+import { SEVERITIES } from '../src/domain/severity.js';
 
 const arg = optionOf(process.argv.slice(2));
 const SCALE = arg('scale', '1m') as Scale;
@@ -54,7 +56,6 @@ interface Statistic {
   /** The same over the decided rows, where the statistic reads counters instead of rows. */
   rowsWhere?: string;
 }
-const SEVERITIES = ['critical', 'high', 'medium', 'low', 'informational'];
 const teamTargets = 'target_id IN (SELECT target_id FROM target_teams WHERE team = {team:String})';
 const STATISTICS: Statistic[] = [
   { name: 'open global (rows)', from: 'findings FINAL', where: "status = 'OPEN'", keys: 'severity', values: ['count()'] },
@@ -121,7 +122,6 @@ const COUNTERS: Record<string, Record<string, string>> = {
   },
 };
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const params = { team: LARGE_TEAM };
 const rows: { name: string; ms: Record<string, number>; ratio: Record<string, number> }[] = [];
 const forms: [string, Record<string, string>][] = [

@@ -28,6 +28,7 @@ import { buildUi } from '../ui/build.js';
 import { dataDirOf, LARGE_TEAM, SCALES, type Scale } from './lib/dataset.js';
 import { cleanUpAtExit, copyDataset, freePort, startService } from './lib/load-procs.js';
 import { startPrivateRedis } from '../test/support/private-redis.js';
+import { median } from './lib/median.js';
 import { writeResults } from './lib/results.js';
 import { FINDINGS_SIGNALS, OVERVIEW_SIGNALS, timeView, type ViewSignals, type ViewTiming } from './lib/ui-timing.js';
 import { optionOf } from './lib/args.js';
@@ -169,10 +170,6 @@ for (const role of Object.keys(TOKENS) as Role[]) {
   chart.push(row);
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const summary = [];
 for (const role of Object.keys(TOKENS) as Role[]) {
   for (const view of Object.keys(VIEWS)) {
