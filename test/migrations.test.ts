@@ -61,6 +61,22 @@ async function ingest(store: Store, raws: Record<string, unknown>[]) {
 
 const ROCKSDB_TABLES = ['finding_latest_events', 'finding_total_values', 'issue_objects', 'target_objects'];
 
+/** The tables 0020 lets a background merge take whole once every part is a minute old. */
+const FORCED_MERGE_TABLES = [
+  'family_heads',
+  'finding_counts',
+  'finding_state_deltas',
+  'finding_totals',
+  'findings',
+  'issue_finding_counts',
+  'issues',
+  'sources',
+  'target_teams',
+  'targets',
+  'team_finding_counts',
+  'team_findings',
+];
+
 /** What each migration under test creates, dropped to take the store back to before it. */
 const CREATED: Record<number, string[]> = {
   11: ['DROP VIEW findings_to_issue_counts', 'DROP TABLE issue_finding_counts'],
@@ -85,6 +101,7 @@ const CREATED: Record<number, string[]> = {
       return view ? [`ALTER TABLE ${view[1]} MODIFY QUERY ${view[2]}`] : [];
     }),
   ],
+  20: FORCED_MERGE_TABLES.map((t) => `ALTER TABLE ${t} RESET SETTING min_age_to_force_merge_seconds`),
 };
 
 async function unapply(store: Store, version: number): Promise<void> {
@@ -298,6 +315,42 @@ describe('migrations on a store that holds data', () => {
     expect(await migrate(store)).toEqual([19]);
     expect(await storedContext(store)).toEqual(kept);
   });
+
+  it('0020 has a background merge take every part of the tables reads merge across, and the answers stay the same', async () => {
+    const store = await storedWithTeamB();
+    await store.insert('target_objects', [{ id: targetId('b.example.com'), identifier: 'b.example.com', teams: ['team-b'] }]);
+    await unapply(store, 20);
+    const forced = async (age: number) =>
+      (
+        await store.query<{ name: string }>(
+          `SELECT name FROM system.tables WHERE database = {db:String}
+           AND create_table_query LIKE {setting:String} ORDER BY name`,
+          { db: store.database, setting: `%min_age_to_force_merge_seconds = ${age}%` },
+        )
+      ).map((t) => t.name);
+    expect(await forced(60)).toEqual([]);
+    expect(await migrate(store)).toEqual([20]);
+    expect(await forced(60)).toEqual(FORCED_MERGE_TABLES);
+
+    // The setting at work in this engine, with an age of one second instead of a minute: the
+    // findings of three batches, three parts and more, become one part; the answers do not change.
+    await store.command('ALTER TABLE findings MODIFY SETTING min_age_to_force_merge_seconds = 1');
+    for (const r of after) await ingest(store, [r]);
+    const parts = async () =>
+      (
+        await store.query<{ n: number }>(
+          `SELECT toUInt32(count()) AS n FROM system.parts WHERE database = {db:String} AND table = 'findings' AND active`,
+          { db: store.database },
+        )
+      )[0]!.n;
+    expect(await parts()).toBeGreaterThan(2);
+    const answers = await storedContext(store);
+    const deadline = Date.now() + 90_000;
+    while ((await parts()) > 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+    expect(await parts()).toBe(1);
+    expect(await storedContext(store)).toEqual(answers);
+    expect(answers).toEqual(await contextFromHistory(store));
+  }, 120_000);
 
   it('refuses to start when a landed migration changed', async () => {
     const store = await openEmpty();
