@@ -21,7 +21,7 @@ const SCALE = arg('scale', '100k') as Scale;
 const BATCHES = Number(arg('batches', '60'));
 const store = await openDatasetCopy(SCALE, 'after-ingest');
 const log = createLogger('warn');
-const owned = ownedStore(store, log);
+const owned = await ownedStore(store, log);
 const redis = new Redis('redis://127.0.0.1:6379');
 const app = createDbApi({
   store,

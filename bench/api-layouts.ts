@@ -78,7 +78,7 @@ async function side(layout: StoreLayout, redis: Redis): Promise<Side> {
   };
   const app = createDbApi({
     store: recorded,
-    ...ownedStore(recorded, createLogger('warn')),
+    ...(await ownedStore(recorded, createLogger('warn'))),
     queue: checksQueue(redis, { queuePrefix: 'bench-unused', keyPrefix: 'bench-unused' }),
     log: createLogger('warn'),
     maxReportBytes: 1 << 20,

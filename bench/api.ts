@@ -126,7 +126,7 @@ for (const scale of scales) {
   const { dataset, store } = await openDataset(scale);
   console.log(`\n${scale}: ${dataset.findings} findings, ${dataset.events} events, ${dataset.reports} reports`);
   const rec = recording(store);
-  const owned = ownedStore(rec.store, createLogger('warn'));
+  const owned = await ownedStore(rec.store, createLogger('warn'));
   if (DECISIONS > 0) await seedDecisions(store, owned.suppression, DECISIONS);
   const redis = new Redis(process.env.REDIS_URL?.trim() || 'redis://127.0.0.1:6379');
   await redis.ping(); // ready before the first request: an unconnected cache is a BYPASS

@@ -95,7 +95,7 @@ async function runVariant(variant: 'vulcan' | 'sarif') {
   const concurrency = directBatchesInFlight(config.ingest.concurrency);
   const batcher = new ReportBatcher({
     store,
-    ...ownedStore(store, log),
+    ...(await ownedStore(store, log)),
     batchSize: config.ingest.batchSize,
     waitMs: config.ingest.batchWaitMs,
     concurrency,

@@ -127,7 +127,7 @@ if (MODE === 'queue') {
   const concurrency = directBatchesInFlight(config.ingest.concurrency);
   const batcher = new ReportBatcher({
     store: service.store,
-    ...ownedStore(service.store, log),
+    ...(await ownedStore(service.store, log)),
     batchSize: config.ingest.batchSize,
     waitMs: config.ingest.batchWaitMs,
     concurrency,

@@ -102,7 +102,9 @@ const redis = await startPrivateRedis();
 const secret = randomBytes(36).toString('base64url');
 const port = await freePort();
 let servicePid: number | undefined;
-let redisPid: number | undefined = redis.child.pid;
+const redisChildPid = redis.child.pid;
+if (redisChildPid === undefined) throw new Error('the private redis-server has no process id');
+let redisPid: number | undefined = redisChildPid;
 cleanUpAtExit(() => [servicePid, redisPid], args.includes('--keep') ? undefined : copyDir);
 const service = await startService(
   // The admin listener (/metrics) on a free port too: 9464 may be taken by another instance.
@@ -206,7 +208,7 @@ for (const [n, rate] of RATES.entries()) {
       `phase ${rate}/s warm-up: ${w.requests} requests (${w.rps}/s), ${w.errors} errors, ${w.non2xx} non-2xx; ${ingestion.enqueued()} reports enqueued`,
     );
   }
-  const cpu0 = { service: service.cpuSeconds(), redis: procCpuSeconds(redisPid!), bench: process.cpuUsage() };
+  const cpu0 = { service: service.cpuSeconds(), redis: procCpuSeconds(redisChildPid), bench: process.cpuUsage() };
   const windowStart = Date.now();
   const enqueuedAtStart = ingestion.enqueued();
   const mix = await runMix({ ...mixOptions, seconds: DURATION, seed: 2 + 2 * n });
@@ -220,7 +222,7 @@ for (const [n, rate] of RATES.entries()) {
     enqueuedInWindow: ingestion.enqueued() - enqueuedAtStart,
     cpu: {
       serviceSeconds: +(service.cpuSeconds() - cpu0.service).toFixed(1),
-      redisSeconds: +(procCpuSeconds(redisPid!) - cpu0.redis).toFixed(1),
+      redisSeconds: +(procCpuSeconds(redisChildPid) - cpu0.redis).toFixed(1),
       benchSeconds: +((benchCpu.user + benchCpu.system) / 1e6).toFixed(1),
     },
     endSample: ingestion.samples[ingestion.samples.length - 1],

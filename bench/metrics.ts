@@ -120,7 +120,7 @@ const token = signJwt(
 const now = () => NOW;
 
 const queue = checksQueue(redis, names);
-const owned = ownedStore(store, log);
+const owned = await ownedStore(store, log);
 const apps = {
   cached: createMetricsApi({ store, suppression: owned.suppression, log, keys: tokens, cache: { redis, names }, now }),
   uncached: createMetricsApi({ store, suppression: owned.suppression, log, keys: tokens, now }),

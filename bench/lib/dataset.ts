@@ -61,7 +61,15 @@ async function build(store: Store, scale: Scale): Promise<{ reports: number; sec
   const { targets, scans } = SCALES[scale];
   const batchSize = 4000;
   const concurrency = directBatchesInFlight(1);
-  const batcher = new ReportBatcher({ store, ...ownedStore(store, log), batchSize, waitMs: 20, concurrency, maxEventAgeDays: 0, log });
+  const batcher = new ReportBatcher({
+    store,
+    ...(await ownedStore(store, log)),
+    batchSize,
+    waitMs: 20,
+    concurrency,
+    maxEventAgeDays: 0,
+    log,
+  });
   const started = performance.now();
   const reports = await replayLines(batcher, syntheticTexts({ targets, scans, churn: 0.01 }), concurrency * batchSize, (sent) => {
     if (sent % 100_000 === 0)

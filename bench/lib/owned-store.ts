@@ -4,8 +4,17 @@ import { ProcessLocks } from '../../src/locks/target-locks.js';
 import type { Logger } from '../../src/log.js';
 import type { Store } from '../../src/storage/gateway.js';
 
-/** What a batcher or the database API needs to write into a store the benchmark owns alone: its locks, its one rewriter of the totals and what it knows of decisions. */
-export function ownedStore(store: Store, log: Logger): { locks: ProcessLocks; totals: TotalsRewriter; suppression: Suppression } {
+/**
+ * What a batcher or the database API needs to write into a store the benchmark owns alone: its
+ * locks, its one rewriter of the totals and what it knows of decisions, whose tables left by a
+ * killed run are dropped first, as the service does at start (src/service.ts).
+ */
+export async function ownedStore(
+  store: Store,
+  log: Logger,
+): Promise<{ locks: ProcessLocks; totals: TotalsRewriter; suppression: Suppression }> {
   const locks = new ProcessLocks();
-  return { locks, totals: new TotalsRewriter(store, locks, log), suppression: new Suppression(store) };
+  const suppression = new Suppression(store);
+  await suppression.dropLeftovers();
+  return { locks, totals: new TotalsRewriter(store, locks, log), suppression };
 }
