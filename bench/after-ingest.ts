@@ -19,6 +19,8 @@ import { writeResults } from './lib/results.js';
 const arg = optionOf(process.argv.slice(2));
 const SCALE = arg('scale', '100k') as Scale;
 const BATCHES = Number(arg('batches', '60'));
+/** Seconds to wait before each reading after the last batch. */
+const WAITS = arg('waits', '15,30,60').split(',').map(Number);
 const store = await openDatasetCopy(SCALE, 'after-ingest');
 const log = createLogger('warn');
 const owned = await ownedStore(store, log);
@@ -92,8 +94,8 @@ for (let b = 0; b < BATCHES; b++) {
   if (result.counts.statusChanges > 0) await rewriteTotals(store, owned.locks);
 }
 await timeReads(`after ${BATCHES} batches of 200`);
-// 15, 45 and 105 s after the last batch.
-for (const wait of [15, 30, 60]) {
+// By default 15, 45 and 105 s after the last batch.
+for (const wait of WAITS) {
   await new Promise((r) => setTimeout(r, wait * 1000));
   await timeReads(`+${wait} s more`);
 }
@@ -103,7 +105,7 @@ const written = writeResults(`after-ingest-${SCALE}`, {
   date: new Date().toISOString(),
   host: { model: os.cpus()[0]?.model, cpus: os.cpus().length, loadavg: os.loadavg() },
   scale: SCALE,
-  settings: { batches: BATCHES, reportsPerBatch: 200, reads: paths },
+  settings: { batches: BATCHES, reportsPerBatch: 200, waits: WAITS, reads: paths },
   rounds,
   afterOverBefore: +(rounds[rounds.length - 1]!.sumMs / rounds[1]!.sumMs).toFixed(2),
 });

@@ -65,12 +65,10 @@ const ROCKSDB_TABLES = ['finding_latest_events', 'finding_total_values', 'issue_
 const FORCED_MERGE_TABLES = [
   'family_heads',
   'finding_counts',
-  'finding_state_deltas',
   'finding_totals',
   'findings',
   'issue_finding_counts',
   'issues',
-  'sources',
   'target_teams',
   'targets',
   'team_finding_counts',
