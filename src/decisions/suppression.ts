@@ -170,14 +170,16 @@ export class Suppression {
    */
   private async suppressedAt(t: number, decision?: string, param = PARAM): Promise<Sql> {
     const atT = activeAtFor(t, decision, param);
-    if (!this.store.exclusive)
-      return { where: [`id IN (SELECT finding_id FROM (${decisionIntervals()}) WHERE ${atT.where[0]})`], params: atT.params };
+    const activeIn = (intervals: string): Sql => ({
+      where: [`id IN (SELECT finding_id FROM ${intervals} WHERE ${atT.where[0]})`],
+      params: atT.params,
+    });
+    if (!this.store.exclusive) return activeIn(`(${decisionIntervals()})`);
     const copy = await this.current();
     const from = lastAtOrBefore(copy.ends, clampAt(t));
     if (from === undefined) return NOTHING;
     const set = this.setFrom(copy, from, decision);
-    if (set) return { where: [`id IN ${await set}`], params: {} };
-    return { where: [`id IN (SELECT finding_id FROM ${copy.table} WHERE ${atT.where[0]})`], params: atT.params };
+    return set ? { where: [`id IN ${await set}`], params: {} } : activeIn(copy.table);
   }
 
   /**
